@@ -1,0 +1,990 @@
+/**
+ * `TurnEngine`: the runtime of one session — its history, provider, tools and permissions — and
+ * the turn loop (manual §5, §6.2, §6.3, §12).
+ *
+ * @module
+ */
+import { randomUUID } from "node:crypto";
+import path from "node:path";
+import type {
+  Message,
+  ProviderClient,
+  TokenUsage,
+  ToolCall,
+  ToolSchema,
+} from "../providers/mod.ts";
+import { ProviderError } from "../providers/mod.ts";
+import {
+  budgetToolResult,
+  type QuestionHandler,
+  RiskClass,
+  type ToolContext,
+  type ToolRegistry,
+  type ToolSpec,
+} from "../tools/mod.ts";
+import {
+  ApprovalOutcome,
+  type Approver,
+  type Decision,
+  type PermissionEngine,
+} from "../permissions/mod.ts";
+import { envNumber, envString } from "../_internal/env.ts";
+import { channelStream, type EventChannel } from "./_event_channel.ts";
+import { ApprovalRequiredError, EngineConfigError, TurnInProgressError } from "./errors.ts";
+import {
+  type EventStream,
+  EventType,
+  type ToolStatus,
+  type TurnStatus,
+  type WsEvent,
+} from "./events.ts";
+import { dispatchHook, type EngineHook } from "./hooks.ts";
+import { sessionNamePrompt } from "./prompts.ts";
+
+/** Default iteration cap of a turn (manual §6.1). */
+export const DEFAULT_MAX_ITERATIONS = 800;
+
+/** Characters of a tool result shown in `tool_finished.result_preview`. */
+const PREVIEW_CHARS = 200;
+
+/** Options of {@link TurnEngine} (manual §6.2). */
+export interface TurnEngineOpts {
+  /** The model provider (required). */
+  provider: ProviderClient;
+  /** The tool table (required). */
+  registry: ToolRegistry;
+  /** The permission engine (required). */
+  permissions: PermissionEngine;
+  /** Model id; an empty string makes `run()` fail with a clear {@link EngineConfigError}. */
+  model: string;
+  /** System prompt, injected as the first `system` message. */
+  instructions: string;
+  /** Prompt used by {@link TurnEngine.generateSessionName}; default taken from `lang`. */
+  genSessionNamePrompt?: string;
+  /** Language of naming and summaries (default `"zh"`). */
+  lang?: string;
+  /** Iterations per turn (default {@link DEFAULT_MAX_ITERATIONS}, 800). */
+  maxIterations?: number;
+  /** On reaching `maxIterations`, make one last model call without tools (default false). */
+  finalizeOnMaxIterations?: boolean;
+  /** Passed to the provider. */
+  reasoningEffort?: "low" | "medium" | "high";
+  /** Initial history (restoring a session); a leading `system` message is added when missing. */
+  messages?: Message[];
+  /** Lifecycle hook (manual §11). */
+  hook?: EngineHook;
+  /** Context window in tokens (default: the provider's model table, else 128,000). */
+  contextWindow?: number;
+  /** Hard compaction threshold as a fraction of the window (default 0.8). */
+  thresholdPct?: number;
+  /** Soft threshold as a fraction of the hard one (default 0.75). */
+  softThresholdPct?: number;
+  /** Absolute cap of the hard threshold in tokens (default `null`: none). */
+  capTokens?: number | null;
+  /**
+   * Where over-budget tool results are saved (default env `TOOL_RESULT_DIR`, else
+   * `<workspace>/.agent/tool-results`).
+   */
+  toolResultDir?: string;
+  /** Initial approver (same as calling {@link TurnEngine.setApprover}). */
+  approver?: Approver;
+  /** Transient network retries per model request (default env `NETWORK_RETRY_MAX`, else 2). */
+  networkRetryMax?: number;
+  /** Base of the exponential retry backoff in ms (default env `NETWORK_RETRY_BASE_MS`, else 800). */
+  networkRetryBaseMs?: number;
+}
+
+/** What the engine observes of compaction (manual §14; read-only for hosts). */
+export interface CompactionState {
+  /** Compactions done in this session. */
+  count: number;
+  /** Estimated tokens of the context at the last check, when known. */
+  lastEstimatedTokens: number | null;
+  /** Input tokens reported by the provider for the last request, when known. */
+  lastInputTokens: number | null;
+}
+
+type TurnKind = "run" | "retry" | "resume";
+
+interface TurnSpec {
+  kind: TurnKind;
+  input: string;
+  taskId: string;
+  extra: Record<string, unknown>;
+  userMessage?: Message;
+}
+
+interface TurnScope {
+  taskId: string;
+  signal: AbortSignal;
+  iteration: number;
+  reqId: string;
+  logTime: string;
+  produced: Set<string>;
+  emit: (type: EventType, data: Record<string, unknown>) => Promise<void>;
+}
+
+interface PreparedCall {
+  call: ToolCall;
+  name: string;
+  args: Record<string, unknown>;
+  spec?: ToolSpec;
+  parseError?: string;
+  decision?: Decision;
+}
+
+interface ToolOutcome {
+  status: ToolStatus;
+  content: string;
+  reason?: string;
+  duration?: number;
+}
+
+class TurnAbort extends Error {
+  override name = "AbortError";
+}
+
+function isAbortError(err: unknown): boolean {
+  const e = err as { name?: string; code?: string } | null;
+  return e?.name === "AbortError" || e?.code === "ABORT_ERR" || e?.code === "aborted";
+}
+
+function errorMessage(err: unknown): string {
+  if (err instanceof Error) return err.message;
+  return typeof err === "string" ? err : JSON.stringify(err);
+}
+
+function newId(prefix: string): string {
+  return `${prefix}_${randomUUID().replaceAll("-", "").slice(0, 16)}`;
+}
+
+function delay(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(new TurnAbort("interrupted"));
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(new TurnAbort("interrupted"));
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(new TurnAbort("interrupted"));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(new TurnAbort("interrupted"));
+    signal.addEventListener("abort", onAbort, { once: true });
+    promise.then(
+      (v) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(v);
+      },
+      (e) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(e);
+      },
+    );
+  });
+}
+
+/** Serialises a tool's return value into the text the model reads. */
+function stringifyResult(value: unknown): string {
+  if (value === undefined || value === null) return "";
+  if (typeof value === "string") return value;
+  try {
+    return JSON.stringify(value);
+  } catch {
+    return String(value);
+  }
+}
+
+/** A custom tool without `riskClass` is READ only when low risk and approval-free (DESIGN §5). */
+function effectiveRisk(spec: ToolSpec): RiskClass | undefined {
+  const m = spec.metadata;
+  if (m.riskClass) return m.riskClass;
+  return m.riskLevel === "low" && !m.requiresApproval ? RiskClass.READ : undefined;
+}
+
+function isHostMistake(err: unknown): boolean {
+  return err instanceof EngineConfigError || err instanceof ApprovalRequiredError ||
+    err instanceof TurnInProgressError;
+}
+
+/**
+ * The runtime of one session (manual §5.1: one engine per session). Holds the history, runs turns
+ * and streams their events.
+ *
+ * @example A turn against any provider
+ * ```ts
+ * import { ApprovalOutcome, Mode, PermissionEngine, ToolRegistry, TurnEngine } from "@zqagent/core";
+ * import { ScriptedProvider } from "@zqagent/core/testing";
+ *
+ * const engine = new TurnEngine({
+ *   provider: new ScriptedProvider([{ text: "Hello!" }]),
+ *   registry: new ToolRegistry(),
+ *   permissions: new PermissionEngine({ workspaceRoot: ".", mode: Mode.INTERACTIVE }),
+ *   model: "scripted",
+ *   instructions: "You are a helpful assistant.",
+ * });
+ * engine.setApprover(async () => ApprovalOutcome.DENY);
+ * for await (const event of engine.run("Hi")) console.log(event.type);
+ * ```
+ */
+export class TurnEngine {
+  /** Model id used for the next request. */
+  model: string;
+  /** The provider. */
+  readonly provider: ProviderClient;
+  /** The tool table (tools can be enabled/disabled at any time). */
+  readonly registry: ToolRegistry;
+  /** The permission engine (`engine.permissions.mode = Mode.AUTO` switches mode). */
+  readonly permissions: PermissionEngine;
+  /** The lifecycle hook, if any. */
+  hook: EngineHook | undefined;
+  /** Language of naming and summaries. */
+  lang: string;
+  /** Iterations per turn. */
+  maxIterations: number;
+  /** One last model call without tools when `maxIterations` is reached. */
+  finalizeOnMaxIterations: boolean;
+  /** Reasoning effort passed to the provider. */
+  reasoningEffort: "low" | "medium" | "high" | undefined;
+  /** Context window in tokens, when set explicitly. */
+  contextWindow: number | undefined;
+  /** Hard compaction threshold (fraction of the window). */
+  thresholdPct: number;
+  /** Soft threshold (fraction of the hard one). */
+  softThresholdPct: number;
+  /** Absolute cap of the hard threshold in tokens. */
+  capTokens: number | null;
+  /** Where over-budget tool results are saved. */
+  toolResultDir: string;
+  /** Prompt for {@link TurnEngine.generateSessionName}. */
+  genSessionNamePrompt: string;
+
+  #messages: Message[];
+  #approver: Approver | undefined;
+  #questionHandler: QuestionHandler | undefined;
+  #seq = 0;
+  #busy = false;
+  #abort: AbortController | null = null;
+  #steering: { text: string; attachments?: unknown[]; refs?: unknown[] }[] = [];
+  #lastTurn: { status: TurnStatus; retriable: boolean } | null = null;
+  #compaction: CompactionState = { count: 0, lastEstimatedTokens: null, lastInputTokens: null };
+  #retryMax: number;
+  #retryBaseMs: number;
+
+  /**
+   * Creates an engine (synchronous; nothing is contacted until a turn runs).
+   *
+   * @throws {TypeError} When `provider`, `registry` or `permissions` is missing.
+   */
+  constructor(opts: TurnEngineOpts) {
+    if (!opts?.provider) throw new TypeError("Cannot create TurnEngine: provider is required");
+    if (!opts.registry) throw new TypeError("Cannot create TurnEngine: registry is required");
+    if (!opts.permissions) {
+      throw new TypeError("Cannot create TurnEngine: permissions is required");
+    }
+    this.provider = opts.provider;
+    this.registry = opts.registry;
+    this.permissions = opts.permissions;
+    this.model = opts.model ?? "";
+    this.hook = opts.hook;
+    this.lang = opts.lang ?? "zh";
+    this.maxIterations = opts.maxIterations ?? DEFAULT_MAX_ITERATIONS;
+    this.finalizeOnMaxIterations = opts.finalizeOnMaxIterations ?? false;
+    this.reasoningEffort = opts.reasoningEffort;
+    this.contextWindow = opts.contextWindow;
+    this.thresholdPct = opts.thresholdPct ?? 0.8;
+    this.softThresholdPct = opts.softThresholdPct ?? 0.75;
+    this.capTokens = opts.capTokens ?? null;
+    this.toolResultDir = opts.toolResultDir ?? envString("TOOL_RESULT_DIR") ??
+      path.join(this.permissions.workspaceRoot, ".agent", "tool-results");
+    this.genSessionNamePrompt = opts.genSessionNamePrompt ?? sessionNamePrompt(this.lang);
+    this.#approver = opts.approver;
+    this.#retryMax = opts.networkRetryMax ?? envNumber("NETWORK_RETRY_MAX", 2);
+    this.#retryBaseMs = opts.networkRetryBaseMs ?? envNumber("NETWORK_RETRY_BASE_MS", 800);
+    const initial = [...(opts.messages ?? [])];
+    if (initial[0]?.role !== "system") {
+      initial.unshift({ role: "system", content: opts.instructions ?? "" });
+    }
+    this.#messages = initial;
+  }
+
+  /** The whole history (the live array; the first message is the system prompt). */
+  get messages(): Message[] {
+    return this.#messages;
+  }
+
+  /** Compaction state (read-only observation, manual §6.3). */
+  get compactionState(): Readonly<CompactionState> {
+    return this.#compaction;
+  }
+
+  /** The current approver, if any. */
+  get approver(): Approver | undefined {
+    return this.#approver;
+  }
+
+  /** The engine's own question handler for `ask_user`, if any (overrides the global one). */
+  get questionHandler(): QuestionHandler | undefined {
+    return this.#questionHandler;
+  }
+
+  /** True while a turn of this engine is running. */
+  get running(): boolean {
+    return this.#busy;
+  }
+
+  /** Sets the approver called when a tool call needs a person (manual §8.3). */
+  setApprover(fn: Approver | undefined): void {
+    this.#approver = fn;
+  }
+
+  /**
+   * Sets this engine's handler for `ask_user`, overriding the global `setQuestionHandler` for this
+   * session only (a multi-tenant host routes questions per session this way).
+   */
+  setQuestionHandler(fn: QuestionHandler | undefined): void {
+    this.#questionHandler = fn;
+  }
+
+  /** Replaces the system prompt (e.g. switching agent role, manual §16.2). */
+  setSystemPrompt(text: string): void {
+    if (this.#messages[0]?.role === "system") {
+      this.#messages[0] = { ...this.#messages[0], content: text };
+    } else {
+      this.#messages.unshift({ role: "system", content: text });
+    }
+  }
+
+  /**
+   * Interrupts the running turn: aborts the model request and running tools (shell process trees
+   * are killed). The stream then yields `interrupted` and `turn_end{status:"interrupted"}`.
+   * Does nothing when no turn runs.
+   */
+  requestInterrupt(): void {
+    this.#abort?.abort(new TurnAbort("interrupted"));
+  }
+
+  /**
+   * Queues a message injected as a `user` message before the next iteration (manual §12.5). A
+   * message still queued when the turn ends is delivered at the start of the next turn.
+   *
+   * @param text The message.
+   * @param attachments Optional attachments (kept with the message).
+   * @param refs Optional stored attachment refs.
+   */
+  queueSteering(text: string, attachments?: unknown[], refs?: unknown[]): void {
+    if (typeof text !== "string" || text.trim() === "") {
+      throw new TypeError("Cannot queue steering: text must be a non-empty string");
+    }
+    this.#steering.push({ text, attachments, refs });
+  }
+
+  /** Withdraws a queued steering message; false when it was already injected (or never queued). */
+  removeSteering(text: string): boolean {
+    const i = this.#steering.findIndex((s) => s.text === text);
+    if (i < 0) return false;
+    this.#steering.splice(i, 1);
+    return true;
+  }
+
+  /**
+   * Runs one turn: the user's input, then model calls and tool calls until the model stops
+   * calling tools or `maxIterations` is reached (manual §5, §9).
+   *
+   * @param input The user's message.
+   * @param taskId Id put on every event of the turn (default: a new id).
+   * @param attachments Attachments sent with this message (images as data URLs).
+   * @param refs Stored attachment refs, recorded on the message and in `turn_start`.
+   * @returns A lazy event stream; host mistakes (no model, no API key, no approver, a second
+   *   concurrent turn) are delivered as `error` + `turn_end` and then thrown by the next read.
+   */
+  run(
+    input: string,
+    taskId?: string,
+    attachments?: { name: string; mimeType: string; dataUrl: string }[],
+    refs?: unknown[],
+  ): EventStream<WsEvent> {
+    const text = typeof input === "string" ? input : String(input ?? "");
+    const extra: Record<string, unknown> = {};
+    let userMessage: Message = { role: "user", content: text };
+    if (attachments?.length) {
+      extra.attachmentCount = attachments.length;
+      if (refs?.length) extra.attachments = refs;
+      userMessage = {
+        role: "user",
+        content: [
+          { type: "text", text },
+          ...attachments.filter((a) => a.mimeType.startsWith("image/")).map((a) => ({
+            type: "image_url" as const,
+            image_url: { url: a.dataUrl },
+          })),
+        ],
+      };
+      if (refs?.length) userMessage.attachments = refs;
+    }
+    return this.#stream({
+      kind: "run",
+      input: text,
+      taskId: taskId ?? newId("task"),
+      extra,
+      userMessage,
+    });
+  }
+
+  /**
+   * Retries the last turn when it ended with a retriable error (manual §9.4, §12.3): the model is
+   * called again on the same history. Otherwise the stream ends at once without events.
+   */
+  retry(taskId?: string): EventStream<WsEvent> {
+    return this.#stream({ kind: "retry", input: "", taskId: taskId ?? newId("task"), extra: {} });
+  }
+
+  /**
+   * Processes tool calls left without results at the end of the history (e.g. approvals pending
+   * when a server restarted, manual §12.4): each is evaluated again and, where needed, the
+   * approver is asked; then the turn goes on. Without pending calls the stream ends at once.
+   */
+  resume(taskId?: string): EventStream<WsEvent> {
+    return this.#stream({ kind: "resume", input: "", taskId: taskId ?? newId("task"), extra: {} });
+  }
+
+  /**
+   * Asks the model for a short session name from the first user message (`provider.chat` with
+   * the naming prompt). Hosts emit `session_named` themselves (manual §9.2).
+   *
+   * @returns The name, or null when there is no user message or the model gave nothing.
+   */
+  async generateSessionName(): Promise<string | null> {
+    const first = this.#messages.find((m) => m.role === "user");
+    if (!first || !this.model) return null;
+    const content = typeof first.content === "string"
+      ? first.content
+      : (first.content ?? []).map((p) => (p.type === "text" ? p.text : "")).join(" ");
+    try {
+      const out = await this.provider.chat(
+        this.model,
+        [
+          { role: "system", content: this.genSessionNamePrompt },
+          { role: "user", content: content.slice(0, 2000) },
+        ],
+        {},
+        { reqId: newId("req"), logTime: new Date().toISOString() },
+        { maxTokens: 40 },
+      );
+      const name = (out ?? "").replace(/<think>[\s\S]*?<\/think>/g, "").split("\n")
+        .map((l) => l.trim()).find((l) => l !== "")?.replace(/^["'“”「」《》]+|["'“”「」《》.。]+$/g, "")
+        .slice(0, 60);
+      return name || null;
+    } catch {
+      return null;
+    }
+  }
+
+  #stream(spec: TurnSpec): EventStream<WsEvent> {
+    let done: Promise<void> = Promise.resolve();
+    let ac: AbortController | null = null;
+    return channelStream<WsEvent>(
+      (channel) => {
+        ac = new AbortController();
+        done = this.#turn(spec, channel, ac);
+      },
+      async () => {
+        ac?.abort(new TurnAbort("interrupted"));
+        await done;
+      },
+    );
+  }
+
+  async #turn(spec: TurnSpec, channel: EventChannel<WsEvent>, ac: AbortController): Promise<void> {
+    const scope: TurnScope = {
+      taskId: spec.taskId,
+      signal: ac.signal,
+      iteration: 0,
+      reqId: "",
+      logTime: "",
+      produced: new Set(),
+      emit: async (type, data) => {
+        const event: WsEvent = {
+          type,
+          data: { ...data, taskId: spec.taskId, seq: ++this.#seq },
+        };
+        dispatchHook(this.hook, event);
+        await channel.push(event);
+      },
+    };
+    if (this.#busy) {
+      const err = new TurnInProgressError();
+      await this.#emitError(scope, err);
+      await scope.emit(EventType.TURN_END, {
+        status: "error",
+        iterations: 0,
+        produced_files: [],
+      });
+      channel.close(err);
+      return;
+    }
+    if (spec.kind === "retry" && !this.#lastTurn?.retriable) return channel.close();
+    if (spec.kind === "resume" && this.#pendingCalls().length === 0) return channel.close();
+
+    this.#busy = true;
+    this.#abort = ac;
+    let status: TurnStatus = "completed";
+    let fatal: unknown = undefined;
+    let retriable = false;
+    try {
+      await scope.emit(EventType.TURN_START, { input: spec.input, ...spec.extra });
+      if (!this.model) {
+        throw new EngineConfigError(
+          "Cannot run a turn: no model specified (pass model or set OPENAI_MODEL); " +
+            "the engine does not pick one for you",
+          "missing_model",
+        );
+      }
+      if (spec.kind === "run" && spec.userMessage) this.#messages.push(spec.userMessage);
+      if (spec.kind === "resume") {
+        scope.iteration = 1;
+        await this.#runTools(scope, this.#pendingCalls());
+        await scope.emit(EventType.ITERATION_END, { iteration: scope.iteration });
+      }
+      status = await this.#loop(scope);
+    } catch (err) {
+      if (ac.signal.aborted || isAbortError(err)) {
+        status = "interrupted";
+      } else {
+        status = "error";
+        retriable = err instanceof ProviderError && err.retriable;
+        if (isHostMistake(err)) fatal = err;
+        await this.#emitError(scope, err);
+      }
+    } finally {
+      this.#closeOpenCalls(status === "interrupted" ? "interrupted" : "not_run");
+      this.#busy = false;
+      this.#abort = null;
+    }
+    this.#lastTurn = { status, retriable };
+    if (status === "interrupted") {
+      await scope.emit(EventType.INTERRUPTED, {
+        iterations: scope.iteration,
+        reqId: scope.reqId,
+      });
+    }
+    await scope.emit(EventType.TURN_END, {
+      status,
+      iterations: scope.iteration,
+      produced_files: [...scope.produced],
+    });
+    channel.close(fatal);
+  }
+
+  async #emitError(scope: TurnScope, err: unknown): Promise<void> {
+    const pe = err instanceof ProviderError ? err : undefined;
+    let type = "engine_error";
+    if (err instanceof EngineConfigError) type = "config_error";
+    else if (err instanceof ApprovalRequiredError) type = "approval_required";
+    else if (err instanceof TurnInProgressError) type = "turn_in_progress";
+    else if (pe) type = pe.contextOverflow ? "context_overflow" : pe.code ?? "provider_error";
+    await scope.emit(EventType.ERROR, {
+      error: errorMessage(err),
+      error_type: type,
+      retriable: pe?.retriable ?? false,
+      iteration: scope.iteration,
+      reqId: scope.reqId,
+      logTime: scope.logTime,
+      ...(pe?.status !== undefined ? { status: pe.status } : {}),
+      ...(err instanceof Error && !pe && !isHostMistake(err) ? { stack: err.stack } : {}),
+    });
+  }
+
+  async #loop(scope: TurnScope): Promise<TurnStatus> {
+    while (true) {
+      if (scope.signal.aborted) throw new TurnAbort("interrupted");
+      if (scope.iteration >= this.maxIterations) {
+        if (this.finalizeOnMaxIterations) {
+          scope.iteration++;
+          await this.#callModel(scope, [], true);
+          await scope.emit(EventType.ITERATION_END, { iteration: scope.iteration });
+        }
+        return "max_iterations_exceeded";
+      }
+      scope.iteration++;
+      await this.#injectSteering(scope);
+      const calls = await this.#callModel(scope, this.registry.schemas(), false);
+      if (calls.length > 0) await this.#runTools(scope, calls);
+      await scope.emit(EventType.ITERATION_END, { iteration: scope.iteration });
+      if (calls.length === 0) return "completed";
+    }
+  }
+
+  async #injectSteering(scope: TurnScope): Promise<void> {
+    while (this.#steering.length > 0) {
+      const item = this.#steering.shift()!;
+      const msg: Message = { role: "user", content: item.text };
+      if (item.refs?.length) msg.attachments = item.refs;
+      this.#messages.push(msg);
+      await scope.emit(EventType.QUEUE_STEERING, {
+        text: item.text,
+        ...(item.refs?.length ? { attachments: item.refs } : {}),
+      });
+    }
+  }
+
+  /** One model request with transient-network retries; appends the assistant message. */
+  async #callModel(scope: TurnScope, tools: ToolSchema[], finalize: boolean): Promise<ToolCall[]> {
+    scope.reqId = newId("req");
+    scope.logTime = new Date().toISOString();
+    const { reqId, logTime, signal } = scope;
+    const messages = finalize
+      ? [...this.#messages, {
+        role: "user" as const,
+        content: "The iteration limit of this turn has been reached. Do not call tools; give your " +
+          "final answer now from what you have.",
+      }]
+      : this.#messages;
+    await scope.emit(EventType.LLM_REQUEST, {
+      reqId,
+      logTime,
+      model: this.model,
+      msgCount: messages.length,
+      toolCount: tools.length,
+    });
+    for (let attempt = 0;; attempt++) {
+      let text = "";
+      let reasoning = "";
+      let toolCalls: ToolCall[] | null = null;
+      let usage: TokenUsage | null = null;
+      let finish: string | null = null;
+      let emitted = false;
+      try {
+        const stream = await this.provider.stream(this.model, messages, tools, {
+          reqId,
+          logTime,
+          signal,
+          ...(this.reasoningEffort ? { reasoningEffort: this.reasoningEffort } : {}),
+        });
+        for await (const chunk of stream) {
+          if (signal.aborted) break;
+          if (chunk.reasoning) {
+            reasoning += chunk.reasoning;
+            emitted = true;
+            await scope.emit(EventType.REASONING_DELTA, { text: chunk.reasoning, reqId });
+          }
+          if (chunk.content) {
+            text += chunk.content;
+            emitted = true;
+            await scope.emit(EventType.ASSISTANT_DELTA, { text: chunk.content, reqId });
+          }
+          if (chunk.toolCalls?.length) toolCalls = chunk.toolCalls;
+          if (chunk.usage) usage = chunk.usage;
+          if (chunk.finishReason) finish = chunk.finishReason;
+        }
+        if (signal.aborted) throw new TurnAbort("interrupted");
+        if (!finish && !toolCalls) {
+          throw new ProviderError(
+            "Cannot read the model's response: the stream ended without a finish reason",
+            { code: "stream_incomplete", retriable: true, network: true },
+          );
+        }
+      } catch (err) {
+        if (signal.aborted || isAbortError(err)) {
+          if (text) this.#messages.push({ role: "assistant", content: text });
+          throw new TurnAbort("interrupted");
+        }
+        if (err instanceof ProviderError && err.code === "missing_api_key") {
+          throw new EngineConfigError(err.message, "missing_api_key");
+        }
+        const pe = err instanceof ProviderError ? err : undefined;
+        if (pe?.network && !emitted && attempt < this.#retryMax) {
+          const waitMs = this.#retryBaseMs * 2 ** attempt;
+          await scope.emit(EventType.LLM_RETRY, {
+            attempt: attempt + 1,
+            max: this.#retryMax,
+            reason: pe.message,
+            waitMs,
+            iteration: scope.iteration,
+            reqId,
+          });
+          await delay(waitMs, signal);
+          continue;
+        }
+        throw err;
+      }
+      if (finalize) toolCalls = null;
+      const calls = (toolCalls ?? []).map((c) => ({
+        id: c.id || newId("call"),
+        type: "function" as const,
+        function: { name: c.function.name, arguments: c.function.arguments || "{}" },
+      }));
+      const message: Message = { role: "assistant", content: text === "" ? null : text };
+      if (calls.length) message.tool_calls = calls;
+      if (reasoning) message.reasoning_content = reasoning;
+      this.#messages.push(message);
+      if (usage) this.#compaction.lastInputTokens = usage.inputTokens;
+      await scope.emit(EventType.ASSISTANT_MESSAGE, {
+        text,
+        reasoning,
+        tool_calls: calls.map((c) => c.function.name),
+        ...(usage ? { usage } : {}),
+        finish_reason: calls.length ? "tool_calls" : finish,
+        reqId,
+        logTime,
+        toolCallsFull: calls,
+      });
+      return calls;
+    }
+  }
+
+  /** Tool calls of the last assistant message that have no result yet. */
+  #pendingCalls(): ToolCall[] {
+    for (let i = this.#messages.length - 1; i >= 0; i--) {
+      const m = this.#messages[i];
+      if (m.role === "assistant") {
+        const answered = new Set(
+          this.#messages.slice(i + 1).filter((x) => x.role === "tool").map((x) => x.tool_call_id),
+        );
+        return (m.tool_calls ?? []).filter((c) => !answered.has(c.id));
+      }
+      if (m.role !== "tool") return [];
+    }
+    return [];
+  }
+
+  /** Gives every unanswered call of the last assistant message a result: no orphans. */
+  #closeOpenCalls(why: "interrupted" | "not_run"): void {
+    for (const call of this.#pendingCalls()) {
+      this.#messages.push({
+        role: "tool",
+        tool_call_id: call.id,
+        name: call.function.name,
+        content: JSON.stringify({
+          error: why === "interrupted"
+            ? "The tool call was interrupted by the user before it finished."
+            : "The tool call was not run because the turn ended with an error.",
+          error_type: why,
+        }),
+      });
+    }
+  }
+
+  async #runTools(scope: TurnScope, calls: ToolCall[]): Promise<void> {
+    const prepared: PreparedCall[] = calls.map((call) => {
+      const name = call.function.name;
+      let args: Record<string, unknown> = {};
+      let parseError: string | undefined;
+      try {
+        const parsed = JSON.parse(call.function.arguments || "{}");
+        if (parsed && typeof parsed === "object" && !Array.isArray(parsed)) args = parsed;
+        else parseError = "the arguments are not a JSON object";
+      } catch (e) {
+        parseError = `the arguments are not valid JSON (${errorMessage(e)})`;
+      }
+      return { call, name, args, parseError, spec: this.registry.get(name) };
+    });
+    for (const p of prepared) {
+      await scope.emit(EventType.TOOL_PROPOSED, {
+        reqId: p.call.id,
+        name: p.name,
+        arguments: p.args,
+      });
+    }
+    for (const p of prepared) {
+      if (!p.parseError && p.spec) {
+        p.decision = this.permissions.evaluate(p.name, p.args, p.spec.metadata);
+      }
+    }
+    // Consecutive low-risk calls run together; every other call runs alone, in call order.
+    let i = 0;
+    while (i < prepared.length) {
+      if (scope.signal.aborted) throw new TurnAbort("interrupted");
+      const batch: PreparedCall[] = [prepared[i]];
+      if (this.#isConcurrent(prepared[i])) {
+        while (i + batch.length < prepared.length && this.#isConcurrent(prepared[i + batch.length])) {
+          batch.push(prepared[i + batch.length]);
+        }
+      }
+      i += batch.length;
+      // allSettled: every call of the batch has recorded its result before an error moves on.
+      const settled = await Promise.allSettled(batch.map((p) => this.#runOne(scope, p)));
+      const failed = settled.find((r): r is PromiseRejectedResult => r.status === "rejected");
+      if (failed) throw failed.reason;
+    }
+    if (scope.signal.aborted) throw new TurnAbort("interrupted");
+  }
+
+  #isConcurrent(p: PreparedCall): boolean {
+    return !!p.spec && !!p.decision?.allowed && !p.decision.needsUser &&
+      effectiveRisk(p.spec) === RiskClass.READ && !p.spec.metadata.requiresApproval;
+  }
+
+  async #runOne(scope: TurnScope, p: PreparedCall): Promise<void> {
+    const reqId = p.call.id;
+    let outcome: ToolOutcome;
+    if (p.parseError) {
+      outcome = this.#errorOutcome(`Cannot run ${p.name}: ${p.parseError}`, "invalid_arguments");
+    } else if (!p.spec) {
+      outcome = this.#errorOutcome(
+        `Cannot run ${p.name}: no tool of that name is available`,
+        "unknown_tool",
+      );
+    } else {
+      const decision = p.decision!;
+      let allowed = decision.allowed && !decision.needsUser;
+      let denyReason = decision.reason;
+      if (decision.needsUser) {
+        await scope.emit(EventType.PERMISSION_REQUIRED, {
+          reqId,
+          name: p.name,
+          arguments: p.args,
+          reason: decision.reason,
+          category: p.spec.metadata.category,
+        });
+        const verdict = await this.#ask(scope, p, decision);
+        allowed = verdict.allowed;
+        denyReason = verdict.reason;
+      }
+      if (!allowed) {
+        outcome = {
+          status: "denied",
+          reason: denyReason,
+          content: JSON.stringify({
+            error: `Permission denied: ${denyReason}`,
+            error_type: "permission_denied",
+          }),
+        };
+      } else {
+        outcome = await this.#execute(scope, p);
+      }
+    }
+    this.#messages.push({
+      role: "tool",
+      tool_call_id: reqId,
+      name: p.name,
+      content: outcome.content,
+    });
+    await scope.emit(EventType.TOOL_FINISHED, {
+      reqId,
+      name: p.name,
+      status: outcome.status,
+      ...(outcome.reason ? { reason: outcome.reason } : {}),
+      ...(outcome.duration !== undefined ? { duration: outcome.duration } : {}),
+      result_preview: outcome.content.slice(0, PREVIEW_CHARS),
+    });
+  }
+
+  #errorOutcome(message: string, type: string): ToolOutcome {
+    return {
+      status: "error",
+      reason: message,
+      content: JSON.stringify({ error: message, error_type: type }),
+    };
+  }
+
+  async #ask(
+    scope: TurnScope,
+    p: PreparedCall,
+    decision: Decision,
+  ): Promise<{ allowed: boolean; reason: string }> {
+    const approver = this.#approver;
+    if (!approver) throw new ApprovalRequiredError(p.name);
+    const outcome = await raceAbort(
+      Promise.resolve().then(() =>
+        approver({
+          toolName: p.name,
+          arguments: p.args,
+          metadata: p.spec?.metadata ?? null,
+          reason: decision.reason,
+          toolCallId: p.call.id,
+        })
+      ),
+      scope.signal,
+    );
+    switch (outcome) {
+      case ApprovalOutcome.ONCE:
+        return { allowed: true, reason: "approved once" };
+      case ApprovalOutcome.ALWAYS_TOOL:
+        this.permissions.allowToolForSession(p.name);
+        return { allowed: true, reason: "approved for this session" };
+      case ApprovalOutcome.ALWAYS_COMMAND:
+        if (typeof p.args.command === "string") {
+          this.permissions.allowCommandForSession(p.args.command);
+        } else {
+          this.permissions.allowToolForSession(p.name);
+        }
+        return { allowed: true, reason: "approved for this session" };
+      case ApprovalOutcome.DENY:
+        return { allowed: false, reason: "denied by the user" };
+      default:
+        return { allowed: false, reason: `the approver returned ${JSON.stringify(outcome)}` };
+    }
+  }
+
+  async #execute(scope: TurnScope, p: PreparedCall): Promise<ToolOutcome> {
+    const spec = p.spec!;
+    const started = Date.now();
+    await scope.emit(EventType.TOOL_STARTED, {
+      reqId: p.call.id,
+      name: p.name,
+      startTime: new Date(started).toISOString(),
+    });
+    const ctx: ToolContext = {
+      signal: scope.signal,
+      taskId: scope.taskId,
+      toolCallId: p.call.id,
+      engine: this,
+      emit: (type, data) => {
+        void scope.emit(type as EventType, data);
+      },
+      questionHandler: this.#questionHandler,
+    };
+    let value: unknown;
+    try {
+      value = await raceAbort(Promise.resolve().then(() => spec.func(p.args, ctx)), scope.signal);
+    } catch (err) {
+      const duration = Date.now() - started;
+      if (scope.signal.aborted || isAbortError(err)) {
+        return {
+          status: "interrupted",
+          duration,
+          content: JSON.stringify({ error: "interrupted by the user", error_type: "interrupted" }),
+        };
+      }
+      const type = err instanceof Error && err.name !== "Error" ? err.name : "tool_error";
+      return { ...this.#errorOutcome(errorMessage(err), type), duration };
+    }
+    const duration = Date.now() - started;
+    const isError = !!value && typeof value === "object" && "error" in value &&
+      (value as { error: unknown }).error != null;
+    if (!isError && effectiveRisk(spec) === RiskClass.WRITE) {
+      for (const key of ["path", "destination"]) {
+        const v = p.args[key];
+        if (typeof v === "string" && v) scope.produced.add(v);
+      }
+    }
+    let content = stringifyResult(value);
+    try {
+      content = budgetToolResult(content, {
+        dir: this.toolResultDir,
+        toolCallId: p.call.id,
+        toolName: p.name,
+      }).text;
+    } catch (err) {
+      content = content.slice(0, 20_000) +
+        `\n[result cut: it could not be saved (${errorMessage(err)})]`;
+    }
+    if (isError) {
+      return {
+        status: "error",
+        duration,
+        reason: stringifyResult((value as { error: unknown }).error),
+        content,
+      };
+    }
+    return { status: "ok", duration, content };
+  }
+}

@@ -1,0 +1,179 @@
+/**
+ * Path resolution and containment checks for tool paths (DESIGN §5, manual §8.1 step 2).
+ *
+ * Every path a tool receives is resolved the way the kernel will resolve it: `~` is expanded,
+ * a relative path is taken from the workspace, and each segment is followed through symlinks
+ * (dangling ones included) before `..` is applied, so a `link/..` where `link` points outside is
+ * judged by where it really lands. Segments that do not exist yet are appended as they are.
+ * Containment is then checked by whole path segments, so `/srv/ws-evil` is not inside `/srv/ws`.
+ *
+ * Node's `fs.realpathSync` alone is not enough: it fails on dangling symlinks (a write through one
+ * would create a file outside the workspace) and on targets that do not exist yet, so the walk is
+ * done segment by segment with `lstatSync`/`readlinkSync`.
+ *
+ * @module
+ */
+import { lstatSync, readlinkSync } from "node:fs";
+import { homedir } from "node:os";
+import path from "node:path";
+
+/** Symlinks followed per resolution before giving up (the Linux kernel's limit is 40). */
+const MAX_SYMLINKS = 40;
+
+/**
+ * Thrown when a tool path cannot be resolved at all (an unsupported `~user` form, a symlink
+ * loop, an empty path). Callers treat such a path as outside every allowed root.
+ */
+export class PathResolutionError extends Error {
+  /** Always `"PathResolutionError"`. */
+  override name = "PathResolutionError";
+  /**
+   * Creates the error.
+   *
+   * @param message "Cannot resolve X: reason".
+   * @param path The path as given.
+   */
+  constructor(message: string, readonly path: string) {
+    super(message);
+  }
+}
+
+/**
+ * Expands a leading `~` or `~/` to the current user's home directory.
+ *
+ * @param input A path as a tool or a person wrote it.
+ * @returns The path with `~` expanded; other paths unchanged.
+ * @throws {PathResolutionError} For `~user` forms (another user's home is never looked up).
+ */
+export function expandHome(input: string): string {
+  if (input === "~") return homedir();
+  if (input.startsWith("~/") || (path.sep === "\\" && input.startsWith("~\\"))) {
+    return path.join(homedir(), input.slice(2));
+  }
+  if (input.startsWith("~")) {
+    throw new PathResolutionError(
+      `Cannot resolve ${input}: only ~ and ~/ are expanded, not ~user`,
+      input,
+    );
+  }
+  return input;
+}
+
+/** Splits a path into its non-empty segments, dropping `.`. */
+function segmentsOf(p: string): string[] {
+  return p.split(/[\\/]+/).filter((s) => s !== "" && s !== ".");
+}
+
+/** Resolves `rest` segment by segment from the real directory `start`. */
+function walk(start: string, rest: string[], budget: { links: number }, original: string): string {
+  let cur = start;
+  for (const seg of rest) {
+    if (seg === "..") {
+      cur = path.dirname(cur);
+      continue;
+    }
+    const next = path.join(cur, seg);
+    let isLink = false;
+    try {
+      isLink = lstatSync(next).isSymbolicLink();
+    } catch {
+      // Missing (or unreadable) segment: kept as written; later segments may exist again only
+      // through `..`, which pops back into the real part.
+      cur = next;
+      continue;
+    }
+    if (!isLink) {
+      cur = next;
+      continue;
+    }
+    if (--budget.links < 0) {
+      throw new PathResolutionError(`Cannot resolve ${original}: too many symlinks`, original);
+    }
+    const target = readlinkSync(next);
+    cur = path.isAbsolute(target)
+      ? walk(path.parse(target).root, segmentsOf(target), budget, original)
+      : walk(cur, segmentsOf(target), budget, original);
+  }
+  return cur;
+}
+
+/**
+ * Resolves a path to the absolute real path a file operation on it will reach: `~` expanded,
+ * symlinks followed (dangling ones too), `..` applied after symlinks, missing trailing segments
+ * kept as written. Synchronous.
+ *
+ * @param base Directory a relative path is taken from (the workspace). It is itself resolved.
+ * @param input Workspace-relative or absolute path; `~` and `~/…` are expanded.
+ * @returns The resolved absolute path.
+ * @throws {PathResolutionError} When `input` is empty, uses `~user`, or hits a symlink loop.
+ */
+export function resolveWorkspacePath(base: string, input: string): string {
+  if (typeof input !== "string" || input === "" || input.includes("\0")) {
+    throw new PathResolutionError("Cannot resolve path: it is empty or contains NUL", input);
+  }
+  const expanded = expandHome(input);
+  const budget = { links: MAX_SYMLINKS };
+  if (path.isAbsolute(expanded)) {
+    const root = path.parse(expanded).root;
+    return walk(root, segmentsOf(expanded.slice(root.length)), budget, input);
+  }
+  const absBase = path.resolve(expandHome(base));
+  const baseRoot = path.parse(absBase).root;
+  const realBase = walk(baseRoot, segmentsOf(absBase.slice(baseRoot.length)), budget, base);
+  return walk(realBase, segmentsOf(expanded), budget, input);
+}
+
+/**
+ * Resolves a directory (a workspace root or a granted directory) to its real absolute path,
+ * following symlinks; a missing tail is kept as written.
+ *
+ * @param dir Absolute or cwd-relative path; `~` is expanded.
+ * @returns The resolved absolute path.
+ * @throws {PathResolutionError} When `dir` is empty, uses `~user`, or hits a symlink loop.
+ */
+export function resolveRoot(dir: string): string {
+  if (typeof dir !== "string" || dir === "") {
+    throw new PathResolutionError("Cannot resolve directory: it is empty", String(dir));
+  }
+  const abs = path.resolve(expandHome(dir));
+  return resolveWorkspacePath(abs, abs);
+}
+
+/**
+ * True when `target` is `root` or below it, compared by whole path segments (`/srv/ws-evil` is
+ * not inside `/srv/ws`). Both must already be resolved absolute paths
+ * (see {@link resolveWorkspacePath}); no filesystem access.
+ *
+ * @param root The containing directory.
+ * @param target The path to test.
+ */
+export function isInside(root: string, target: string): boolean {
+  const rel = path.relative(root, target);
+  if (rel === "") return true;
+  if (path.isAbsolute(rel)) return false;
+  const first = rel.split(/[\\/]/)[0];
+  return first !== "..";
+}
+
+/**
+ * Resolves `input` from `base` and tells whether it lands inside any of `roots`. A path that
+ * cannot be resolved counts as outside.
+ *
+ * @param base Directory a relative path is taken from (the workspace).
+ * @param input The tool's path argument.
+ * @param roots Resolved absolute roots (see {@link resolveRoot}).
+ * @returns The resolved path (or `null` when unresolvable) and whether it is inside.
+ */
+export function checkPath(
+  base: string,
+  input: string,
+  roots: readonly string[],
+): { resolved: string | null; inside: boolean } {
+  let resolved: string;
+  try {
+    resolved = resolveWorkspacePath(base, input);
+  } catch {
+    return { resolved: null, inside: false };
+  }
+  return { resolved, inside: roots.some((root) => isInside(root, resolved)) };
+}

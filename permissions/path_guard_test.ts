@@ -1,0 +1,140 @@
+import { after, test } from "node:test";
+import assert from "node:assert/strict";
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { homedir, tmpdir } from "node:os";
+import path from "node:path";
+import {
+  checkPath,
+  expandHome,
+  isInside,
+  PathResolutionError,
+  resolveRoot,
+  resolveWorkspacePath,
+} from "./path_guard.ts";
+
+// Layout (all real files in a temp dir):
+//   base/ws/               the workspace (src/a.ts inside)
+//   base/ws-evil/          a sibling sharing the workspace's name as a prefix
+//   base/outside/secret    a file outside
+//   base/ws/out-link       -> base/outside           (directory symlink pointing out)
+//   base/ws/file-link      -> base/outside/secret    (file symlink pointing out)
+//   base/ws/dangling       -> base/outside/new-file  (dangling symlink pointing out)
+//   base/ws/rel-link       -> ../outside             (relative symlink pointing out)
+//   base/ws/in-link        -> base/ws/src            (symlink staying inside)
+//   base/ws/loop-a <-> loop-b                         (symlink loop)
+//   base/ws-link           -> base/ws                (a symlinked workspace root)
+const base = realpathSync(mkdtempSync(path.join(tmpdir(), "zq-path-guard-")));
+const ws = path.join(base, "ws");
+const outside = path.join(base, "outside");
+mkdirSync(path.join(ws, "src"), { recursive: true });
+mkdirSync(path.join(base, "ws-evil"), { recursive: true });
+mkdirSync(outside, { recursive: true });
+writeFileSync(path.join(ws, "src", "a.ts"), "export {};\n");
+writeFileSync(path.join(outside, "secret"), "s3cret\n");
+symlinkSync(outside, path.join(ws, "out-link"));
+symlinkSync(path.join(outside, "secret"), path.join(ws, "file-link"));
+symlinkSync(path.join(outside, "new-file"), path.join(ws, "dangling"));
+symlinkSync("../outside", path.join(ws, "rel-link"));
+symlinkSync(path.join(ws, "src"), path.join(ws, "in-link"));
+symlinkSync(path.join(ws, "loop-b"), path.join(ws, "loop-a"));
+symlinkSync(path.join(ws, "loop-a"), path.join(ws, "loop-b"));
+symlinkSync(ws, path.join(base, "ws-link"));
+
+after(() => rmSync(base, { recursive: true, force: true }));
+
+function inside(p: string, root = ws): boolean {
+  return checkPath(root, p, [resolveRoot(root)]).inside;
+}
+
+const ESCAPES: Array<[string, string]> = [
+  ["../outside/secret", "a .. escape"],
+  ["src/../../outside/secret", "a .. escape through a real directory"],
+  ["nope/../../outside", "a .. escape through a missing directory"],
+  ["/etc/passwd", "an absolute path"],
+  ["~/.ssh/id_rsa", "a ~ path"],
+  ["~", "the home directory"],
+  ["~root/.ssh/id_rsa", "a ~user path"],
+  ["out-link/secret", "a directory symlink pointing out"],
+  ["out-link", "the directory symlink itself"],
+  ["file-link", "a file symlink pointing out"],
+  ["dangling", "a dangling symlink pointing out"],
+  ["rel-link/secret", "a relative symlink pointing out"],
+  ["out-link/new/deep/file.txt", "a missing nested target under a symlink pointing out"],
+  ["in-link/../../outside", "a .. applied after an inside symlink"],
+  ["out-link/../src/a.ts", "a .. after a symlink pointing out (lexically inside)"],
+  ["loop-a", "a symlink loop"],
+  ["", "an empty path"],
+];
+
+for (const [p, what] of ESCAPES) {
+  test(`${what} does not resolve inside the workspace (${JSON.stringify(p)})`, () => {
+    assert.equal(inside(p), false);
+  });
+}
+
+test("a sibling directory sharing the workspace's name as a prefix is outside", () => {
+  assert.equal(inside(path.join(base, "ws-evil", "x")), false);
+});
+
+test("the sibling prefix check is by segment even without resolution", () => {
+  assert.equal(isInside("/srv/ws", "/srv/ws-evil/x"), false);
+  assert.equal(isInside("/srv/ws", "/srv/ws/x"), true);
+  assert.equal(isInside("/srv/ws", "/srv/ws"), true);
+  assert.equal(isInside("/srv/ws", "/srv"), false);
+});
+
+test("a relative file inside the workspace resolves inside", () => {
+  assert.equal(resolveWorkspacePath(ws, "src/a.ts"), path.join(ws, "src", "a.ts"));
+});
+
+test("a missing nested target inside the workspace resolves inside", () => {
+  assert.equal(resolveWorkspacePath(ws, "new/deep/f.txt"), path.join(ws, "new", "deep", "f.txt"));
+});
+
+test("an absolute path into the workspace resolves inside", () => {
+  assert.equal(inside(path.join(ws, "src", "a.ts")), true);
+});
+
+test("a .. that stays inside the workspace resolves inside", () => {
+  assert.equal(resolveWorkspacePath(ws, "src/../src/a.ts"), path.join(ws, "src", "a.ts"));
+});
+
+test("a symlink that stays inside the workspace resolves to its target", () => {
+  assert.equal(resolveWorkspacePath(ws, "in-link/a.ts"), path.join(ws, "src", "a.ts"));
+});
+
+test("a .. after a symlink is applied to the symlink's target, as the kernel does", () => {
+  assert.equal(resolveWorkspacePath(ws, "out-link/../src/a.ts"), path.join(base, "src", "a.ts"));
+});
+
+test("a dangling symlink resolves to the file it would create", () => {
+  assert.equal(resolveWorkspacePath(ws, "dangling"), path.join(outside, "new-file"));
+});
+
+test("a symlinked workspace root resolves to its real path", () => {
+  assert.equal(resolveRoot(path.join(base, "ws-link")), ws);
+});
+
+test("paths under a symlinked workspace root are inside it", () => {
+  const linkRoot = path.join(base, "ws-link");
+  assert.equal(inside(path.join(linkRoot, "src", "a.ts"), linkRoot), true);
+  assert.equal(inside("src/a.ts", linkRoot), true);
+});
+
+test("escapes from a symlinked workspace root are still outside", () => {
+  const linkRoot = path.join(base, "ws-link");
+  assert.equal(inside("out-link/secret", linkRoot), false);
+  assert.equal(inside("../outside/secret", linkRoot), false);
+});
+
+test("~ expands to the home directory", () => {
+  assert.equal(expandHome("~/x"), path.join(homedir(), "x"));
+});
+
+test("~user is refused with a PathResolutionError", () => {
+  assert.throws(() => resolveWorkspacePath(ws, "~root/x"), PathResolutionError);
+});
+
+test("a symlink loop is refused with a PathResolutionError", () => {
+  assert.throws(() => resolveWorkspacePath(ws, "loop-a/x"), PathResolutionError);
+});

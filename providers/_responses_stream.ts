@@ -1,0 +1,233 @@
+/**
+ * Normalises a Responses API event stream (as yielded by the openai SDK) into
+ * {@link StreamChunk}s (DESIGN §4, cases in `tests/fixtures/wire/responses-*`). Deltas are routed
+ * by `output_index` (servers such as Copilot rotate `item_id` on every event); `item_id` is only a
+ * fallback. Hand-written on purpose.
+ *
+ * @module
+ */
+import { type ProviderError, toProviderError } from "./errors.ts";
+import { chunk, incompleteStreamError, parseUsage, rec } from "./_chat_stream.ts";
+import type { StreamChunk, TokenUsage, ToolCall } from "./types.ts";
+
+/** A function call being assembled. */
+interface PendingCall {
+  order: number;
+  callId: string;
+  name: string;
+  args: string;
+  /** Arguments from a `.done` event or a finished item: authoritative. */
+  final: boolean;
+}
+
+/** Incremental normaliser for one Responses stream. */
+export class ResponsesStreamNormaliser {
+  #calls = new Map<string, PendingCall>();
+  #deltaSeen = new Set<string>();
+  #lastReasoningKey: string | undefined;
+  #reasoningEmitted = false;
+  #textEmitted = false;
+  #usage: TokenUsage | null = null;
+  #terminal: { finish: string } | undefined;
+  #idPrefix: string;
+  #seq = 0;
+
+  /** @param idPrefix Prefix for ids of calls the server sent without a `call_id`. */
+  constructor(idPrefix: string) {
+    this.#idPrefix = idPrefix;
+  }
+
+  /** The routing key of an event: its `output_index`, else its `item_id`. */
+  #key(ev: Record<string, unknown>): string {
+    if (typeof ev.output_index === "number") return `#${ev.output_index}`;
+    return typeof ev.item_id === "string" ? `id:${ev.item_id}` : "#?";
+  }
+
+  #call(key: string, order?: number): PendingCall {
+    let call = this.#calls.get(key);
+    if (!call) {
+      call = { order: order ?? 1e9 + this.#seq++, callId: "", name: "", args: "", final: false };
+      this.#calls.set(key, call);
+    }
+    return call;
+  }
+
+  #fillFromItem(key: string, item: Record<string, unknown>, order?: number, final = false): void {
+    const call = this.#call(key, order);
+    if (typeof item.call_id === "string" && item.call_id !== "") call.callId = item.call_id;
+    if (typeof item.name === "string" && item.name !== "") call.name = item.name;
+    const args = item.arguments;
+    if (typeof args === "string" && args !== "") {
+      if (final || call.args === "") call.args = args;
+      if (final) call.final = true;
+    } else if (args && typeof args === "object") {
+      call.args = JSON.stringify(args);
+      call.final = true;
+    }
+  }
+
+  #reasoning(key: string, text: string): StreamChunk[] {
+    if (text === "") return [];
+    let out = text;
+    if (this.#lastReasoningKey !== undefined && this.#lastReasoningKey !== key) out = "\n\n" + out;
+    this.#lastReasoningKey = key;
+    this.#reasoningEmitted = true;
+    return [chunk({ reasoning: out })];
+  }
+
+  /**
+   * Feeds one parsed event; returns the chunks to deliver now.
+   *
+   * @throws {ProviderError} On `error` events the SDK did not throw itself and on
+   *   `response.failed` (classified: overflow messages set `contextOverflow`).
+   */
+  push(payload: unknown): StreamChunk[] {
+    const ev = rec(payload);
+    if (!ev || this.#terminal) return [];
+    const type = typeof ev.type === "string" ? ev.type : "";
+    const key = this.#key(ev);
+    const sub = `${key}:${ev.content_index ?? ev.summary_index ?? 0}`;
+    switch (type) {
+      case "response.output_text.delta":
+      case "response.refusal.delta": {
+        if (typeof ev.delta !== "string" || ev.delta === "") return [];
+        this.#deltaSeen.add(`t${sub}`);
+        this.#textEmitted = true;
+        return [chunk({ content: ev.delta })];
+      }
+      case "response.output_text.done": {
+        if (this.#deltaSeen.has(`t${sub}`) || typeof ev.text !== "string" || ev.text === "") {
+          return [];
+        }
+        this.#deltaSeen.add(`t${sub}`);
+        this.#textEmitted = true;
+        return [chunk({ content: ev.text })];
+      }
+      case "response.reasoning_summary_text.delta":
+      case "response.reasoning_text.delta":
+      case "response.reasoning.delta": {
+        const kind = type.includes("summary") ? "s" : "r";
+        const text = typeof ev.delta === "string" ? ev.delta : "";
+        if (text !== "") this.#deltaSeen.add(`${kind}${sub}`);
+        return this.#reasoning(`${kind}${sub}`, text);
+      }
+      case "response.reasoning_summary_text.done":
+      case "response.reasoning_text.done": {
+        const kind = type.includes("summary") ? "s" : "r";
+        if (this.#deltaSeen.has(`${kind}${sub}`) || typeof ev.text !== "string") return [];
+        this.#deltaSeen.add(`${kind}${sub}`);
+        return this.#reasoning(`${kind}${sub}`, ev.text);
+      }
+      case "response.output_item.added":
+      case "response.output_item.done": {
+        const item = rec(ev.item);
+        if (item?.type === "function_call") {
+          const order = typeof ev.output_index === "number" ? ev.output_index : undefined;
+          this.#fillFromItem(key, item, order, type.endsWith(".done"));
+        }
+        return [];
+      }
+      case "response.function_call_arguments.delta": {
+        const call = this.#call(
+          key,
+          typeof ev.output_index === "number" ? ev.output_index : undefined,
+        );
+        if (!call.final && typeof ev.delta === "string") call.args += ev.delta;
+        return [];
+      }
+      case "response.function_call_arguments.done": {
+        const call = this.#call(
+          key,
+          typeof ev.output_index === "number" ? ev.output_index : undefined,
+        );
+        if (typeof ev.arguments === "string") {
+          call.args = ev.arguments;
+          call.final = true;
+        }
+        if (typeof ev.name === "string" && ev.name !== "" && call.name === "") call.name = ev.name;
+        return [];
+      }
+      case "response.completed":
+      case "response.done":
+      case "response.incomplete":
+        return this.#finishWith(type, rec(ev.response) ?? {});
+      case "response.failed": {
+        const response = rec(ev.response) ?? {};
+        const error = rec(response.error) ?? { message: "the response failed" };
+        throw toProviderError({ error });
+      }
+      case "error":
+        throw toProviderError({ error: rec(ev.error) ?? ev });
+      default:
+        return [];
+    }
+  }
+
+  #finishWith(type: string, response: Record<string, unknown>): StreamChunk[] {
+    const out: StreamChunk[] = [];
+    const usage = parseUsage(response.usage);
+    if (usage) this.#usage = usage;
+    const output = Array.isArray(response.output) ? response.output : [];
+    let text = "";
+    let reasoning = "";
+    output.forEach((raw, i) => {
+      const item = rec(raw);
+      if (!item) return;
+      if (item.type === "function_call") {
+        const callId = typeof item.call_id === "string" ? item.call_id : "";
+        const known = [...this.#calls.entries()].find(([, c]) =>
+          callId !== "" && c.callId === callId
+        );
+        this.#fillFromItem(known ? known[0] : `#${i}`, item, i, false);
+      } else if (item.type === "message" && Array.isArray(item.content)) {
+        for (const part of item.content) {
+          const p = rec(part);
+          if (p && typeof p.text === "string") text += p.text;
+        }
+      } else if (item.type === "reasoning" && Array.isArray(item.summary)) {
+        reasoning += item.summary.map((s) => rec(s)?.text).filter((t) => typeof t === "string")
+          .join("\n\n");
+      }
+    });
+    // Servers that send only the final response (no deltas): deliver its text now.
+    if (!this.#reasoningEmitted && reasoning !== "") out.push(chunk({ reasoning }));
+    if (!this.#textEmitted && text !== "") out.push(chunk({ content: text }));
+
+    let finish = "stop";
+    if (type === "response.incomplete" || response.status === "incomplete") {
+      const reason = rec(response.incomplete_details)?.reason;
+      finish = reason === "content_filter" ? "content_filter" : "length";
+    } else if (response.status === "failed") {
+      throw toProviderError({ error: rec(response.error) ?? { message: "the response failed" } });
+    }
+    const toolCalls = this.#toolCalls();
+    if (toolCalls.length) finish = "tool_calls";
+    this.#terminal = { finish };
+    out.push(chunk({
+      toolCalls: toolCalls.length ? toolCalls : null,
+      usage: this.#usage,
+      finishReason: finish,
+    }));
+    return out;
+  }
+
+  #toolCalls(): ToolCall[] {
+    return [...this.#calls.values()]
+      .filter((c) => c.name !== "")
+      .sort((a, b) => a.order - b.order)
+      .map((c, i) => ({
+        id: c.callId !== "" ? c.callId : `${this.#idPrefix}_${i}`,
+        type: "function" as const,
+        function: { name: c.name, arguments: c.args.trim() === "" ? "{}" : c.args },
+      }));
+  }
+
+  /**
+   * Ends the stream. Returns the error to throw when no terminal event (`response.completed`,
+   * `response.incomplete`, `response.failed`) arrived.
+   */
+  finish(): { chunks: StreamChunk[]; error?: ProviderError } {
+    if (this.#terminal) return { chunks: [] };
+    return { chunks: [], error: incompleteStreamError("its terminal event was received") };
+  }
+}

@@ -1,0 +1,48 @@
+/**
+ * Private helpers of the engine's own tests (not part of the package).
+ *
+ * @module
+ */
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import type { WsEvent } from "../engine/mod.ts";
+
+/** Makes a temporary workspace with `files` (relative path → content); returns its real path. */
+export function tempWorkspace(files: Record<string, string> = {}): string {
+  const dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "zqagent-test-")));
+  for (const [rel, content] of Object.entries(files)) {
+    const p = path.join(dir, rel);
+    fs.mkdirSync(path.dirname(p), { recursive: true });
+    fs.writeFileSync(p, content);
+  }
+  return dir;
+}
+
+/** Removes a temporary folder. */
+export function removeDir(dir: string): void {
+  fs.rmSync(dir, { recursive: true, force: true });
+}
+
+/** Reads a whole event stream; a rejection of the stream is returned as `error`. */
+export async function collect(
+  stream: AsyncIterable<WsEvent>,
+): Promise<{ events: WsEvent[]; error?: unknown }> {
+  const events: WsEvent[] = [];
+  try {
+    for await (const e of stream) events.push(e);
+  } catch (error) {
+    return { events, error };
+  }
+  return { events };
+}
+
+/** The event types, in order. */
+export function types(events: WsEvent[]): string[] {
+  return events.map((e) => e.type);
+}
+
+/** Events of one type. */
+export function ofType(events: WsEvent[], type: string): WsEvent[] {
+  return events.filter((e) => e.type === type);
+}

@@ -1,0 +1,101 @@
+/**
+ * Helpers shared by the built-in tools (private).
+ *
+ * @module
+ */
+import os from "node:os";
+import path from "node:path";
+import { renameSync } from "node:fs";
+import { chmod, rm, writeFile } from "node:fs/promises";
+import { randomUUID } from "node:crypto";
+import process from "node:process";
+
+/**
+ * Resolves a tool's `path` argument against the workspace with `node:path` (so `..` segments are
+ * collapsed before anyone looks at the result). `~` and `~/x` expand to the home folder.
+ */
+export function resolveToolPath(workspace: string, raw: unknown, what = "path"): string {
+  if (raw === undefined || raw === null || raw === "") return path.resolve(workspace);
+  if (typeof raw !== "string") throw new Error(`Cannot use ${what}: expected a string`);
+  if (raw.includes("\0")) throw new Error(`Cannot use ${what}: it contains a NUL character`);
+  let p = raw;
+  if (p === "~") p = os.homedir();
+  else if (p.startsWith("~/")) p = path.join(os.homedir(), p.slice(2));
+  return path.resolve(workspace, p);
+}
+
+/** A path for messages: workspace-relative with `/` when inside, absolute otherwise. */
+export function displayPath(workspace: string, abs: string): string {
+  const rel = path.relative(path.resolve(workspace), abs);
+  if (rel === "") return ".";
+  if (rel.startsWith("..") || path.isAbsolute(rel)) return abs;
+  return rel.split(path.sep).join("/");
+}
+
+/** Reads an optional integer argument, clamped to [min, max]. */
+export function intArg(
+  args: Record<string, unknown>,
+  name: string,
+  fallback: number,
+  min: number,
+  max: number,
+): number {
+  const v = args[name];
+  if (v === undefined || v === null || v === "") return fallback;
+  const n = typeof v === "number" ? v : Number(v);
+  if (!Number.isFinite(n)) throw new Error(`Cannot use ${name}: expected a number, got ${String(v)}`);
+  return Math.min(max, Math.max(min, Math.trunc(n)));
+}
+
+/** Reads an optional boolean argument (accepts `"true"`/`"false"` strings from lax models). */
+export function boolArg(args: Record<string, unknown>, name: string, fallback: boolean): boolean {
+  const v = args[name];
+  if (v === undefined || v === null) return fallback;
+  if (typeof v === "boolean") return v;
+  if (v === "true") return true;
+  if (v === "false") return false;
+  throw new Error(`Cannot use ${name}: expected true or false, got ${String(v)}`);
+}
+
+/** Reads a required string argument. */
+export function stringArg(args: Record<string, unknown>, name: string, tool: string): string {
+  const v = args[name];
+  if (typeof v !== "string") throw new Error(`Cannot run ${tool}: ${name} must be a string`);
+  return v;
+}
+
+/** Writes a file atomically (temp file in the same folder, then rename), keeping `mode`. */
+export async function writeFileAtomic(
+  target: string,
+  data: string | Uint8Array,
+  mode?: number,
+): Promise<void> {
+  const temp = path.join(
+    path.dirname(target),
+    `.${path.basename(target)}.${process.pid}.${randomUUID().slice(0, 8)}.tmp`,
+  );
+  try {
+    await writeFile(temp, data);
+    if (mode !== undefined) await chmod(temp, mode & 0o7777);
+    renameSync(temp, target);
+  } catch (e) {
+    await rm(temp, { force: true }).catch(() => {});
+    throw e;
+  }
+}
+
+/** An Error whose `name` is `"AbortError"` (what the engine recognises as an interruption). */
+export function abortError(what: string): Error {
+  const e = new Error(`Cannot finish ${what}: interrupted`);
+  e.name = "AbortError";
+  return e;
+}
+
+/** Cuts a string to at most `max` chars without splitting a surrogate pair. */
+export function clipChars(text: string, max: number): string {
+  if (text.length <= max) return text;
+  let end = max;
+  const c = text.charCodeAt(end - 1);
+  if (c >= 0xd800 && c <= 0xdbff) end--;
+  return text.slice(0, end);
+}
