@@ -127,17 +127,24 @@ test("spawnProcess passes stdin text and environment", { skip: !posix }, async (
   assert.equal((await p.result).stdout, "hello world");
 });
 
-test("spawnProcess keeps the head and tail of output over the byte cap", { skip: !posix }, async () => {
-  const p = spawnProcess("/bin/sh", ["-c", "printf 'HEAD'; head -c 100000 /dev/zero | tr '\\0' x; printf 'TAIL'"], {
-    maxOutputBytes: 1000,
-  });
-  const r = await p.result;
-  assert.equal(r.truncated, true);
-  assert.equal(r.stdoutBytes, 100008);
-  assert.ok(r.stdout.startsWith("HEAD"));
-  assert.ok(r.stdout.endsWith("TAIL"));
-  assert.match(r.stdout, /\[\.\.\. 99008 bytes omitted \.\.\.\]/);
-});
+test(
+  "spawnProcess keeps the head and tail of output over the byte cap",
+  { skip: !posix },
+  async () => {
+    const p = spawnProcess("/bin/sh", [
+      "-c",
+      "printf 'HEAD'; head -c 100000 /dev/zero | tr '\\0' x; printf 'TAIL'",
+    ], {
+      maxOutputBytes: 1000,
+    });
+    const r = await p.result;
+    assert.equal(r.truncated, true);
+    assert.equal(r.stdoutBytes, 100008);
+    assert.ok(r.stdout.startsWith("HEAD"));
+    assert.ok(r.stdout.endsWith("TAIL"));
+    assert.match(r.stdout, /\[\.\.\. 99008 bytes omitted \.\.\.\]/);
+  },
+);
 
 test("spawnProcess reports a missing program as spawnError", async () => {
   const r = await spawnProcess("/nonexistent/zq-no-such-program", []).result;

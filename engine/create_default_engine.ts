@@ -105,32 +105,29 @@ const EFFORTS = ["low", "medium", "high"] as const;
 function resolveWorkspace(workspace: unknown): string {
   if (typeof workspace !== "string" || workspace.trim() === "") {
     throw new EngineConfigError(
-      "Cannot create engine: workspace is required (an existing folder)",
+      "Cannot create engine: workspace is required (the folder the agent works in)",
       "bad_option",
     );
   }
-  let real: string;
+  const absolute = path.resolve(workspace);
+  let real = absolute;
   try {
-    real = fs.realpathSync(path.resolve(workspace));
+    real = fs.realpathSync(absolute);
   } catch {
-    throw new EngineConfigError(
-      `Cannot create engine: workspace ${workspace} does not exist`,
-      "bad_option",
-    );
+    // Not created yet: the host may create it before the first turn (checked then).
   }
-  if (!fs.statSync(real).isDirectory()) {
+  if (fs.existsSync(real) && !fs.statSync(real).isDirectory()) {
     throw new EngineConfigError(
       `Cannot create engine: workspace ${workspace} is not a folder`,
       "bad_option",
     );
   }
-  const home = (() => {
-    try {
-      return fs.realpathSync(os.homedir());
-    } catch {
-      return os.homedir();
-    }
-  })();
+  let home = os.homedir();
+  try {
+    home = fs.realpathSync(home);
+  } catch {
+    // keep the unresolved home path
+  }
   if (real === path.parse(real).root || real === home) {
     throw new EngineConfigError(
       `Cannot create engine: workspace ${real} is the file-system root or the home folder; ` +
@@ -150,7 +147,8 @@ function resolveWorkspace(workspace: unknown): string {
  *
  * @param opts See {@link CreateEngineOpts}.
  * @returns A ready {@link TurnEngine}.
- * @throws {EngineConfigError} When `workspace` is missing, not a folder, `/` or the home folder;
+ * @throws {EngineConfigError} When `workspace` is missing, a file, `/` or the home folder (a
+ *   folder that does not exist yet is accepted; the first turn fails clearly if it still does not);
  *   when `reasoningEffort` is not low/medium/high; when `sandbox.mode` is `"required"` (no sandbox
  *   can be enforced by this version) or `vcs.mode` is not `"off"` (snapshots are not available in
  *   this version).

@@ -8,7 +8,10 @@
 /** The engine was assembled wrongly: no model, no API key, a bad option. */
 export class EngineConfigError extends Error {
   override name = "EngineConfigError";
-  /** Machine-readable reason: `"missing_model"`, `"missing_api_key"`, `"bad_option"`. */
+  /**
+   * Machine-readable reason: `"missing_model"`, `"missing_api_key"`, `"missing_workspace"`,
+   * `"bad_option"`.
+   */
   readonly code: string;
   /** Creates the error. */
   constructor(message: string, code: string) {

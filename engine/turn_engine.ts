@@ -5,6 +5,7 @@
  * @module
  */
 import { randomUUID } from "node:crypto";
+import fs from "node:fs";
 import path from "node:path";
 import type {
   Message,
@@ -545,6 +546,12 @@ export class TurnEngine {
           "Cannot run a turn: no model specified (pass model or set OPENAI_MODEL); " +
             "the engine does not pick one for you",
           "missing_model",
+        );
+      }
+      if (!fs.existsSync(this.permissions.workspaceRoot)) {
+        throw new EngineConfigError(
+          `Cannot run a turn: the workspace ${this.permissions.workspaceRoot} does not exist`,
+          "missing_workspace",
         );
       }
       if (spec.kind === "run" && spec.userMessage) this.#messages.push(spec.userMessage);

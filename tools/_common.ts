@@ -43,7 +43,9 @@ export function intArg(
   const v = args[name];
   if (v === undefined || v === null || v === "") return fallback;
   const n = typeof v === "number" ? v : Number(v);
-  if (!Number.isFinite(n)) throw new Error(`Cannot use ${name}: expected a number, got ${String(v)}`);
+  if (!Number.isFinite(n)) {
+    throw new Error(`Cannot use ${name}: expected a number, got ${String(v)}`);
+  }
   return Math.min(max, Math.max(min, Math.trunc(n)));
 }
 

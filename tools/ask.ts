@@ -113,7 +113,9 @@ async function askUser(args: Record<string, unknown>, ctx?: ToolContext): Promis
   }
   if (Array.isArray(answer)) {
     const list = answer.map((a) => String(a));
-    return list.length === 0 ? "The user selected nothing." : `The user selected: ${list.join(", ")}`;
+    return list.length === 0
+      ? "The user selected nothing."
+      : `The user selected: ${list.join(", ")}`;
   }
   if (typeof answer !== "string") {
     throw new Error("Cannot ask the user: the question handler returned neither text nor a list");
@@ -166,7 +168,10 @@ export function registerAskTool(registry: ToolRegistry): void {
               type: "boolean",
               description: "Allow a free-text answer (default: true when there are no options)",
             },
-            multi: { type: "boolean", description: "Allow picking several options (default false)" },
+            multi: {
+              type: "boolean",
+              description: "Allow picking several options (default false)",
+            },
           },
           required: ["question"],
         },

@@ -1,6 +1,12 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { type QuestionContext, type QuestionHandler, RiskClass, type ToolContext, ToolRegistry } from "./registry.ts";
+import {
+  type QuestionContext,
+  type QuestionHandler,
+  RiskClass,
+  type ToolContext,
+  ToolRegistry,
+} from "./registry.ts";
 import { getQuestionHandler, registerAskTool, setQuestionHandler } from "./ask.ts";
 
 function askTool() {
@@ -26,14 +32,18 @@ async function withGlobal(handler: QuestionHandler | null, fn: () => Promise<voi
 
 test("ask_user is registered as a low-risk interactive tool", () => {
   const m = askTool().registry.get("ask_user")!.metadata;
-  assert.deepEqual([m.riskClass, m.riskLevel, m.requiresApproval], [RiskClass.INTERACTIVE, "low", false]);
+  assert.deepEqual([m.riskClass, m.riskLevel, m.requiresApproval], [
+    RiskClass.INTERACTIVE,
+    "low",
+    false,
+  ]);
 });
 
 test("ask_user uses the global handler with the manual's four arguments and a context", async () => {
   const seen: unknown[][] = [];
-  await withGlobal(async (question, options, allowText, multi, context) => {
+  await withGlobal((question, options, allowText, multi, context) => {
     seen.push([question, options, allowText, multi, context?.taskId, context?.toolCallId]);
-    return options[1];
+    return Promise.resolve(options[1]);
   }, async () => {
     const out = await askTool().call(
       { question: "Which DB?", options: ["sqlite", "postgres"] },
@@ -84,7 +94,10 @@ test("ask_user emits ask_user_question before asking", async () => {
 
 test("ask_user throws a clear error when no handler is set", async () => {
   await withGlobal(null, async () => {
-    await assert.rejects(askTool().call({ question: "Hello?" }), /Cannot ask the user: no question handler is set/);
+    await assert.rejects(
+      askTool().call({ question: "Hello?" }),
+      /Cannot ask the user: no question handler is set/,
+    );
   });
 });
 

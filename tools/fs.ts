@@ -376,7 +376,9 @@ async function replaceInFileTool(
     const n = countOccurrences(body, needle);
     if (n === 0) continue;
     if (n > 1 && !replaceAll) throw ambiguous(n, name);
-    const rep = name === "line_endings" && eol === "\n" ? newText.replace(/\r\n/g, "\n") : replacement;
+    const rep = name === "line_endings" && eol === "\n"
+      ? newText.replace(/\r\n/g, "\n")
+      : replacement;
     result = replaceAll ? body.split(needle).join(rep) : body.replace(needle, () => rep);
     strategy = name;
     count = n;

@@ -18,7 +18,7 @@ import { registerFileTools, registerReadOnlyFileTools } from "./fs.ts";
 interface Ws {
   dir: string;
   call: (name: string, args: Record<string, unknown>) => Promise<string>;
-  [Symbol.dispose](): void;
+  dispose(): void;
 }
 
 function workspace(): Ws {
@@ -28,8 +28,18 @@ function workspace(): Ws {
   return {
     dir,
     call: async (name, args) => String(await registry.get(name)!.func(args)),
-    [Symbol.dispose]: () => rmSync(dir, { recursive: true, force: true }),
+    dispose: () => rmSync(dir, { recursive: true, force: true }),
   };
+}
+
+/** Runs `fn` with a fresh temp workspace and removes it afterwards. */
+async function inWs(fn: (ws: Ws) => Promise<void>): Promise<void> {
+  const ws = workspace();
+  try {
+    await fn(ws);
+  } finally {
+    ws.dispose();
+  }
 }
 
 const BOM = "\uFEFF";
@@ -58,20 +68,20 @@ test("registerReadOnlyFileTools registers only read_file and list_files", () => 
   assert.deepEqual(registry.names(), ["read_file", "list_files"]);
 });
 
-test("read_file returns numbered lines and pages with offset and limit", async () => {
-  using ws = workspace();
-  writeFileSync(path.join(ws.dir, "a.txt"), "one\r\ntwo\r\nthree\r\nfour\r\n");
-  const all = await ws.call("read_file", { path: "a.txt" });
-  assert.equal(all, "     1\tone\n     2\ttwo\n     3\tthree\n     4\tfour");
-  const page = await ws.call("read_file", { path: "a.txt", offset: 2, limit: 2 });
-  assert.equal(page, "     2\ttwo\n     3\tthree\n[lines 2-3 of 4; use offset=4 to read more]");
-});
+test("read_file returns numbered lines and pages with offset and limit", () =>
+  inWs(async (ws) => {
+    writeFileSync(path.join(ws.dir, "a.txt"), "one\r\ntwo\r\nthree\r\nfour\r\n");
+    const all = await ws.call("read_file", { path: "a.txt" });
+    assert.equal(all, "     1\tone\n     2\ttwo\n     3\tthree\n     4\tfour");
+    const page = await ws.call("read_file", { path: "a.txt", offset: 2, limit: 2 });
+    assert.equal(page, "     2\ttwo\n     3\tthree\n[lines 2-3 of 4; use offset=4 to read more]");
+  }));
 
-test("read_file refuses a binary file with a clear message", async () => {
-  using ws = workspace();
-  writeFileSync(path.join(ws.dir, "b.bin"), new Uint8Array([0x89, 0x50, 0x00, 0x01]));
-  await assert.rejects(ws.call("read_file", { path: "b.bin" }), /Cannot read b\.bin: .*binary/);
-});
+test("read_file refuses a binary file with a clear message", () =>
+  inWs(async (ws) => {
+    writeFileSync(path.join(ws.dir, "b.bin"), new Uint8Array([0x89, 0x50, 0x00, 0x01]));
+    await assert.rejects(ws.call("read_file", { path: "b.bin" }), /Cannot read b\.bin: .*binary/);
+  }));
 
 test("read_file refuses a file over the size limit", async () => {
   const dir = mkdtempSync(path.join(os.tmpdir(), "zq-fs-"));
@@ -88,169 +98,172 @@ test("read_file refuses a file over the size limit", async () => {
   }
 });
 
-test("read_file reports a missing file and a directory", async () => {
-  using ws = workspace();
-  await assert.rejects(ws.call("read_file", { path: "nope.txt" }), /Cannot read nope\.txt: no such file/);
-  await assert.rejects(ws.call("read_file", { path: "." }), /it is a directory/);
-});
+test("read_file reports a missing file and a directory", () =>
+  inWs(async (ws) => {
+    await assert.rejects(
+      ws.call("read_file", { path: "nope.txt" }),
+      /Cannot read nope\.txt: no such file/,
+    );
+    await assert.rejects(ws.call("read_file", { path: "." }), /it is a directory/);
+  }));
 
-test("read_file resolves .. segments with node:path", async () => {
-  using ws = workspace();
-  mkdirSync(path.join(ws.dir, "sub"));
-  writeFileSync(path.join(ws.dir, "top.txt"), "top\n");
-  assert.equal(await ws.call("read_file", { path: "sub/../top.txt" }), "     1\ttop");
-});
+test("read_file resolves .. segments with node:path", () =>
+  inWs(async (ws) => {
+    mkdirSync(path.join(ws.dir, "sub"));
+    writeFileSync(path.join(ws.dir, "top.txt"), "top\n");
+    assert.equal(await ws.call("read_file", { path: "sub/../top.txt" }), "     1\ttop");
+  }));
 
-test("list_files lists sorted entries, marks folders and skips .git and node_modules", async () => {
-  using ws = workspace();
-  for (const d of ["src/lib", ".git/objects", "node_modules/x"]) {
-    mkdirSync(path.join(ws.dir, d), { recursive: true });
-  }
-  writeFileSync(path.join(ws.dir, "b.txt"), "");
-  writeFileSync(path.join(ws.dir, "src", "main.ts"), "");
-  writeFileSync(path.join(ws.dir, "src", "lib", "util.ts"), "");
-  assert.equal(await ws.call("list_files", {}), "b.txt\nsrc/");
-  assert.equal(
-    await ws.call("list_files", { recursive: true }),
-    "b.txt\nsrc/\nsrc/lib/\nsrc/lib/util.ts\nsrc/main.ts",
-  );
-});
+test("list_files lists sorted entries, marks folders and skips .git and node_modules", () =>
+  inWs(async (ws) => {
+    for (const d of ["src/lib", ".git/objects", "node_modules/x"]) {
+      mkdirSync(path.join(ws.dir, d), { recursive: true });
+    }
+    writeFileSync(path.join(ws.dir, "b.txt"), "");
+    writeFileSync(path.join(ws.dir, "src", "main.ts"), "");
+    writeFileSync(path.join(ws.dir, "src", "lib", "util.ts"), "");
+    assert.equal(await ws.call("list_files", {}), "b.txt\nsrc/");
+    assert.equal(
+      await ws.call("list_files", { recursive: true }),
+      "b.txt\nsrc/\nsrc/lib/\nsrc/lib/util.ts\nsrc/main.ts",
+    );
+  }));
 
-test("list_files stops at max_entries and says so", async () => {
-  using ws = workspace();
-  for (let i = 0; i < 10; i++) writeFileSync(path.join(ws.dir, `f${i}.txt`), "");
-  const out = await ws.call("list_files", { max_entries: 3 });
-  assert.equal(out.split("\n").slice(0, 3).join("\n"), "f0.txt\nf1.txt\nf2.txt");
-  assert.match(out, /stopped at 3 entries/);
-});
+test("list_files stops at max_entries and says so", () =>
+  inWs(async (ws) => {
+    for (let i = 0; i < 10; i++) writeFileSync(path.join(ws.dir, `f${i}.txt`), "");
+    const out = await ws.call("list_files", { max_entries: 3 });
+    assert.equal(out.split("\n").slice(0, 3).join("\n"), "f0.txt\nf1.txt\nf2.txt");
+    assert.match(out, /stopped at 3 entries/);
+  }));
 
-test("write_file creates parent folders and leaves no temp file", async () => {
-  using ws = workspace();
-  const out = await ws.call("write_file", { path: "deep/er/new.txt", content: "hi\n" });
-  assert.match(out, /^Created deep\/er\/new\.txt/);
-  assert.equal(readFileSync(path.join(ws.dir, "deep/er/new.txt"), "utf8"), "hi\n");
-  assert.deepEqual(readdirSync(path.join(ws.dir, "deep/er")), ["new.txt"]);
-});
+test("write_file creates parent folders and leaves no temp file", () =>
+  inWs(async (ws) => {
+    const out = await ws.call("write_file", { path: "deep/er/new.txt", content: "hi\n" });
+    assert.match(out, /^Created deep\/er\/new\.txt/);
+    assert.equal(readFileSync(path.join(ws.dir, "deep/er/new.txt"), "utf8"), "hi\n");
+    assert.deepEqual(readdirSync(path.join(ws.dir, "deep/er")), ["new.txt"]);
+  }));
 
-test("write_file keeps the BOM, CRLF line endings and mode of an existing file", async () => {
-  using ws = workspace();
-  const file = path.join(ws.dir, "win.txt");
-  writeFileSync(file, `${BOM}a\r\nb\r\n`, { mode: 0o640 });
-  const out = await ws.call("write_file", { path: "win.txt", content: "x\ny\nz\n" });
-  assert.match(out, /kept the UTF-8 BOM, kept CRLF line endings/);
-  assert.equal(readFileSync(file, "utf8"), `${BOM}x\r\ny\r\nz\r\n`);
-  assert.equal(statSync(file).mode & 0o777, 0o640);
-});
+test("write_file keeps the BOM, CRLF line endings and mode of an existing file", () =>
+  inWs(async (ws) => {
+    const file = path.join(ws.dir, "win.txt");
+    writeFileSync(file, `${BOM}a\r\nb\r\n`, { mode: 0o640 });
+    const out = await ws.call("write_file", { path: "win.txt", content: "x\ny\nz\n" });
+    assert.match(out, /kept the UTF-8 BOM, kept CRLF line endings/);
+    assert.equal(readFileSync(file, "utf8"), `${BOM}x\r\ny\r\nz\r\n`);
+    assert.equal(statSync(file).mode & 0o777, 0o640);
+  }));
 
-test("write_file writes through a symlink instead of replacing it", async () => {
-  using ws = workspace();
-  writeFileSync(path.join(ws.dir, "target.txt"), "old\n");
-  symlinkSync("target.txt", path.join(ws.dir, "link.txt"));
-  await ws.call("write_file", { path: "link.txt", content: "new\n" });
-  assert.equal(readFileSync(path.join(ws.dir, "target.txt"), "utf8"), "new\n");
-});
+test("write_file writes through a symlink instead of replacing it", () =>
+  inWs(async (ws) => {
+    writeFileSync(path.join(ws.dir, "target.txt"), "old\n");
+    symlinkSync("target.txt", path.join(ws.dir, "link.txt"));
+    await ws.call("write_file", { path: "link.txt", content: "new\n" });
+    assert.equal(readFileSync(path.join(ws.dir, "target.txt"), "utf8"), "new\n");
+  }));
 
-test("replace_in_file replaces a unique exact match and names the strategy", async () => {
-  using ws = workspace();
-  writeFileSync(path.join(ws.dir, "a.ts"), "const a = 1;\nconst b = 2;\n");
-  const out = await ws.call("replace_in_file", {
-    path: "a.ts",
-    old_text: "const b = 2;",
-    new_text: "const b = 3;",
-  });
-  assert.match(out, /Replaced 1 occurrence in a\.ts; strategy: exact/);
-  assert.equal(readFileSync(path.join(ws.dir, "a.ts"), "utf8"), "const a = 1;\nconst b = 3;\n");
-});
+test("replace_in_file replaces a unique exact match and names the strategy", () =>
+  inWs(async (ws) => {
+    writeFileSync(path.join(ws.dir, "a.ts"), "const a = 1;\nconst b = 2;\n");
+    const out = await ws.call("replace_in_file", {
+      path: "a.ts",
+      old_text: "const b = 2;",
+      new_text: "const b = 3;",
+    });
+    assert.match(out, /Replaced 1 occurrence in a\.ts; strategy: exact/);
+    assert.equal(readFileSync(path.join(ws.dir, "a.ts"), "utf8"), "const a = 1;\nconst b = 3;\n");
+  }));
 
-test("replace_in_file fails on an ambiguous match unless replace_all is set", async () => {
-  using ws = workspace();
-  const file = path.join(ws.dir, "dup.txt");
-  writeFileSync(file, "x = 1\ny = 2\nx = 1\n");
-  await assert.rejects(
-    ws.call("replace_in_file", { path: "dup.txt", old_text: "x = 1", new_text: "x = 9" }),
-    /Cannot edit dup\.txt: old_text matches 2 places/,
-  );
-  assert.equal(readFileSync(file, "utf8"), "x = 1\ny = 2\nx = 1\n");
-  const out = await ws.call("replace_in_file", {
-    path: "dup.txt",
-    old_text: "x = 1",
-    new_text: "x = 9",
-    replace_all: true,
-  });
-  assert.match(out, /Replaced 2 occurrences/);
-  assert.equal(readFileSync(file, "utf8"), "x = 9\ny = 2\nx = 9\n");
-});
-
-test("replace_in_file matches LF old_text in a CRLF file and keeps CRLF and the BOM", async () => {
-  using ws = workspace();
-  const file = path.join(ws.dir, "crlf.txt");
-  writeFileSync(file, `${BOM}alpha\r\nbeta\r\ngamma\r\n`);
-  const out = await ws.call("replace_in_file", {
-    path: "crlf.txt",
-    old_text: "alpha\nbeta\n",
-    new_text: "ALPHA\ninserted\nBETA\n",
-  });
-  assert.match(out, /strategy: line_endings/);
-  assert.equal(readFileSync(file, "utf8"), `${BOM}ALPHA\r\ninserted\r\nBETA\r\ngamma\r\n`);
-});
-
-test("replace_in_file converts new lines to CRLF on an exact match in a CRLF file", async () => {
-  using ws = workspace();
-  const file = path.join(ws.dir, "crlf2.txt");
-  writeFileSync(file, "one\r\ntwo\r\n");
-  const out = await ws.call("replace_in_file", {
-    path: "crlf2.txt",
-    old_text: "two",
-    new_text: "two\nthree",
-  });
-  assert.match(out, /strategy: exact/);
-  assert.equal(readFileSync(file, "utf8"), "one\r\ntwo\r\nthree\r\n");
-});
-
-test("replace_in_file tolerates whitespace differences only when the match is unique", async () => {
-  using ws = workspace();
-  const file = path.join(ws.dir, "ws.py");
-  writeFileSync(file, "def f():\n   beta_line()\n   return 1\n");
-  const out = await ws.call("replace_in_file", {
-    path: "ws.py",
-    old_text: "    beta_line()\n    return 1",
-    new_text: "    beta_line(2)\n    return 2",
-  });
-  assert.match(out, /strategy: whitespace/);
-  // Re-indented to the file's three spaces.
-  assert.equal(readFileSync(file, "utf8"), "def f():\n   beta_line(2)\n   return 2\n");
-});
-
-test("replace_in_file refuses an ambiguous whitespace-tolerant match even with replace_all", async () => {
-  using ws = workspace();
-  const file = path.join(ws.dir, "amb.py");
-  const original = "if a:\n   go()\nif b:\n   go()\n";
-  writeFileSync(file, original);
-  await assert.rejects(
-    ws.call("replace_in_file", {
-      path: "amb.py",
-      old_text: "    go()",
-      new_text: "    stop()",
+test("replace_in_file fails on an ambiguous match unless replace_all is set", () =>
+  inWs(async (ws) => {
+    const file = path.join(ws.dir, "dup.txt");
+    writeFileSync(file, "x = 1\ny = 2\nx = 1\n");
+    await assert.rejects(
+      ws.call("replace_in_file", { path: "dup.txt", old_text: "x = 1", new_text: "x = 9" }),
+      /Cannot edit dup\.txt: old_text matches 2 places/,
+    );
+    assert.equal(readFileSync(file, "utf8"), "x = 1\ny = 2\nx = 1\n");
+    const out = await ws.call("replace_in_file", {
+      path: "dup.txt",
+      old_text: "x = 1",
+      new_text: "x = 9",
       replace_all: true,
-    }),
-    /matches 2 places \(whitespace match\)/,
-  );
-  assert.equal(readFileSync(file, "utf8"), original);
-});
+    });
+    assert.match(out, /Replaced 2 occurrences/);
+    assert.equal(readFileSync(file, "utf8"), "x = 9\ny = 2\nx = 9\n");
+  }));
 
-test("replace_in_file reports text that is not there", async () => {
-  using ws = workspace();
-  writeFileSync(path.join(ws.dir, "n.txt"), "abc\n");
-  await assert.rejects(
-    ws.call("replace_in_file", { path: "n.txt", old_text: "xyz", new_text: "q" }),
-    /Cannot edit n\.txt: old_text was not found/,
-  );
-});
+test("replace_in_file matches LF old_text in a CRLF file and keeps CRLF and the BOM", () =>
+  inWs(async (ws) => {
+    const file = path.join(ws.dir, "crlf.txt");
+    writeFileSync(file, `${BOM}alpha\r\nbeta\r\ngamma\r\n`);
+    const out = await ws.call("replace_in_file", {
+      path: "crlf.txt",
+      old_text: "alpha\nbeta\n",
+      new_text: "ALPHA\ninserted\nBETA\n",
+    });
+    assert.match(out, /strategy: line_endings/);
+    assert.equal(readFileSync(file, "utf8"), `${BOM}ALPHA\r\ninserted\r\nBETA\r\ngamma\r\n`);
+  }));
 
-test("replace_in_file treats $ patterns in new_text literally", async () => {
-  using ws = workspace();
-  const file = path.join(ws.dir, "d.txt");
-  writeFileSync(file, "price\n");
-  await ws.call("replace_in_file", { path: "d.txt", old_text: "price", new_text: "$& $1 $$" });
-  assert.equal(readFileSync(file, "utf8"), "$& $1 $$\n");
-});
+test("replace_in_file converts new lines to CRLF on an exact match in a CRLF file", () =>
+  inWs(async (ws) => {
+    const file = path.join(ws.dir, "crlf2.txt");
+    writeFileSync(file, "one\r\ntwo\r\n");
+    const out = await ws.call("replace_in_file", {
+      path: "crlf2.txt",
+      old_text: "two",
+      new_text: "two\nthree",
+    });
+    assert.match(out, /strategy: exact/);
+    assert.equal(readFileSync(file, "utf8"), "one\r\ntwo\r\nthree\r\n");
+  }));
+
+test("replace_in_file tolerates whitespace differences only when the match is unique", () =>
+  inWs(async (ws) => {
+    const file = path.join(ws.dir, "ws.py");
+    writeFileSync(file, "def f():\n   beta_line()\n   return 1\n");
+    const out = await ws.call("replace_in_file", {
+      path: "ws.py",
+      old_text: "    beta_line()\n    return 1",
+      new_text: "    beta_line(2)\n    return 2",
+    });
+    assert.match(out, /strategy: whitespace/);
+    // Re-indented to the file's three spaces.
+    assert.equal(readFileSync(file, "utf8"), "def f():\n   beta_line(2)\n   return 2\n");
+  }));
+
+test("replace_in_file refuses an ambiguous whitespace-tolerant match even with replace_all", () =>
+  inWs(async (ws) => {
+    const file = path.join(ws.dir, "amb.py");
+    const original = "if a:\n   go()\nif b:\n   go()\n";
+    writeFileSync(file, original);
+    await assert.rejects(
+      ws.call("replace_in_file", {
+        path: "amb.py",
+        old_text: "    go()",
+        new_text: "    stop()",
+        replace_all: true,
+      }),
+      /matches 2 places \(whitespace match\)/,
+    );
+    assert.equal(readFileSync(file, "utf8"), original);
+  }));
+
+test("replace_in_file reports text that is not there", () =>
+  inWs(async (ws) => {
+    writeFileSync(path.join(ws.dir, "n.txt"), "abc\n");
+    await assert.rejects(
+      ws.call("replace_in_file", { path: "n.txt", old_text: "xyz", new_text: "q" }),
+      /Cannot edit n\.txt: old_text was not found/,
+    );
+  }));
+
+test("replace_in_file treats $ patterns in new_text literally", () =>
+  inWs(async (ws) => {
+    const file = path.join(ws.dir, "d.txt");
+    writeFileSync(file, "price\n");
+    await ws.call("replace_in_file", { path: "d.txt", old_text: "price", new_text: "$& $1 $$" });
+    assert.equal(readFileSync(file, "utf8"), "$& $1 $$\n");
+  }));

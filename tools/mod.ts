@@ -26,6 +26,7 @@ export {
   DEFAULT_SHELL_TIMEOUT_MS,
   MAX_SHELL_TIMEOUT_MS,
   registerShellTool,
+  type ShellChoice,
   type ShellTaskInfo,
   ShellTaskManager,
   type ShellTaskManagerOptions,

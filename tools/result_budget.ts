@@ -80,7 +80,9 @@ export interface BudgetedResult {
 export function budgetToolResult(text: string, options: BudgetOptions = {}): BudgetedResult {
   const maxChars = Math.max(
     200,
-    Math.floor(options.maxChars ?? envNumber("TOOL_RESULT_MAX_CHARS", DEFAULT_TOOL_RESULT_MAX_CHARS)),
+    Math.floor(
+      options.maxChars ?? envNumber("TOOL_RESULT_MAX_CHARS", DEFAULT_TOOL_RESULT_MAX_CHARS),
+    ),
   );
   const saveThreshold = options.saveThreshold ??
     envNumber("TOOL_RESULT_SAVE_THRESHOLD", DEFAULT_TOOL_RESULT_SAVE_THRESHOLD);

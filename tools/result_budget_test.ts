@@ -28,7 +28,11 @@ test("a large result keeps head and tail and is saved under <workspace>/.agent/t
   try {
     const lines = Array.from({ length: 5000 }, (_, i) => `line ${i}`);
     const text = lines.join("\n");
-    const r = budgetToolResult(text, { workspace: ws, toolCallId: "call_42", toolName: "run_shell" });
+    const r = budgetToolResult(text, {
+      workspace: ws,
+      toolCallId: "call_42",
+      toolName: "run_shell",
+    });
     assert.equal(r.truncated, true);
     assert.ok(r.text.length <= 20_000, `visible ${r.text.length} chars`);
     assert.ok(r.text.startsWith("line 0\nline 1\n"));
@@ -79,7 +83,11 @@ test("options.dir wins over TOOL_RESULT_DIR, which wins over the workspace defau
     const big = "x".repeat(25_000);
     const a = budgetToolResult(big, { workspace: ws, toolCallId: "a" });
     assert.equal(path.dirname(a.savedPath!), path.join(ws, "from-env"));
-    const b = budgetToolResult(big, { workspace: ws, dir: path.join(ws, "explicit"), toolCallId: "b" });
+    const b = budgetToolResult(big, {
+      workspace: ws,
+      dir: path.join(ws, "explicit"),
+      toolCallId: "b",
+    });
     assert.equal(path.dirname(b.savedPath!), path.join(ws, "explicit"));
   } finally {
     if (saved === undefined) delete process.env.TOOL_RESULT_DIR;
@@ -99,7 +107,9 @@ test("TOOL_RESULT_MAX_CHARS and TOOL_RESULT_SAVE_THRESHOLD are read from the env
     assert.equal(r.savedPath, undefined);
     assert.ok(r.text.includes("full output not saved"));
   } finally {
-    for (const [k, v] of [["TOOL_RESULT_MAX_CHARS", keep[0]], ["TOOL_RESULT_SAVE_THRESHOLD", keep[1]]]) {
+    for (
+      const [k, v] of [["TOOL_RESULT_MAX_CHARS", keep[0]], ["TOOL_RESULT_SAVE_THRESHOLD", keep[1]]]
+    ) {
       if (v === undefined) delete process.env[k!];
       else process.env[k!] = v;
     }

@@ -129,7 +129,9 @@ function compileRegex(pattern: string, ignoreCase: boolean): RegExp {
     try {
       return new RegExp(source, flags);
     } catch (e) {
-      throw new Error(`Cannot search: invalid pattern ${JSON.stringify(pattern)}: ${(e as Error).message}`);
+      throw new Error(
+        `Cannot search: invalid pattern ${JSON.stringify(pattern)}: ${(e as Error).message}`,
+      );
     }
   }
 }
@@ -153,7 +155,7 @@ async function searchWithRg(rg: string, req: SearchRequest): Promise<Collected> 
   if (req.ignoreCase) args.push("--ignore-case");
   else args.push("--case-sensitive");
   if (req.context > 0) args.push("--context", String(req.context));
-  if (req.glob) for (const g of expandBraces(req.glob)) args.push("--glob", g);
+  if (req.glob) { for (const g of expandBraces(req.glob)) args.push("--glob", g); }
   args.push("--regexp", req.pattern, "--");
   const cwd = req.rootIsDir ? req.root : path.dirname(req.root);
   args.push(req.rootIsDir ? "." : path.basename(req.root));
@@ -166,7 +168,8 @@ async function searchWithRg(rg: string, req: SearchRequest): Promise<Collected> 
   let tooMany = false;
   const stdoutDecoder = new TextDecoder();
   const decodeData = (d: { text?: string; bytes?: string }): string =>
-    d.text ?? new TextDecoder().decode(Uint8Array.from(atob(d.bytes ?? ""), (c) => c.charCodeAt(0)));
+    d.text ??
+      new TextDecoder().decode(Uint8Array.from(atob(d.bytes ?? ""), (c) => c.charCodeAt(0)));
   const rel = (p: string): string => {
     const abs = path.resolve(cwd, p);
     return displayPath(req.workspace, abs);
@@ -306,7 +309,7 @@ async function searchWithJs(req: SearchRequest): Promise<Collected> {
   const layers: IgnoreLayer[] = [];
   const startDir = req.rootIsDir ? req.root : path.dirname(req.root);
   const parents: string[] = [];
-  for (let d = path.dirname(startDir); ; d = path.dirname(d)) {
+  for (let d = path.dirname(startDir);; d = path.dirname(d)) {
     parents.unshift(d);
     if (path.dirname(d) === d) break;
   }
@@ -339,7 +342,11 @@ async function searchWithJs(req: SearchRequest): Promise<Collected> {
     const isHit = new Set(hits);
     const include = new Set<number>();
     for (const h of hits) {
-      for (let k = Math.max(0, h - req.context); k <= Math.min(fileLines.length - 1, h + req.context); k++) {
+      for (
+        let k = Math.max(0, h - req.context);
+        k <= Math.min(fileLines.length - 1, h + req.context);
+        k++
+      ) {
         include.add(k);
       }
     }

@@ -10,7 +10,9 @@ import { registerSearchTool } from "./search.ts";
 
 const rgMissing = which("rg") === null;
 if (rgMissing && process.env.CI_REQUIRE_REAL === "1") {
-  throw new Error("Cannot run the grep tests: ripgrep (rg) is not on the PATH and CI_REQUIRE_REAL=1");
+  throw new Error(
+    "Cannot run the grep tests: ripgrep (rg) is not on the PATH and CI_REQUIRE_REAL=1",
+  );
 }
 const needRg = rgMissing ? "ripgrep (rg) is not on the PATH" : false;
 
@@ -18,7 +20,8 @@ function tree(): string {
   const dir = mkdtempSync(path.join(os.tmpdir(), "zq-grep-"));
   const files: Record<string, string | Uint8Array> = {
     ".gitignore": "*.log\nbuild/\n!keep.log\n",
-    "src/a.ts": "import x from 'y';\nconst needle = 1;\nfoo();\nbar();\nbaz();\nreturn needle + 1;\n",
+    "src/a.ts":
+      "import x from 'y';\nconst needle = 1;\nfoo();\nbar();\nbaz();\nreturn needle + 1;\n",
     "src/b.tsx": "export const Needle = () => <div>needle</div>;\n",
     "src/nested/.gitignore": "secret.txt\n",
     "src/nested/secret.txt": "needle in a secret\n",
@@ -161,9 +164,15 @@ test("grep says how many matches it left out", async () => {
 test("grep rejects an invalid pattern with a clear message", async () => {
   const dir = tree();
   try {
-    await assert.rejects(grepOf(dir, "js")({ pattern: "(unclosed" }), /Cannot search: invalid pattern/);
+    await assert.rejects(
+      grepOf(dir, "js")({ pattern: "(unclosed" }),
+      /Cannot search: invalid pattern/,
+    );
     if (!rgMissing) {
-      await assert.rejects(grepOf(dir, "rg")({ pattern: "(unclosed" }), /Cannot search: ripgrep failed/);
+      await assert.rejects(
+        grepOf(dir, "rg")({ pattern: "(unclosed" }),
+        /Cannot search: ripgrep failed/,
+      );
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -173,7 +182,10 @@ test("grep rejects an invalid pattern with a clear message", async () => {
 test("grep reports a missing path", async () => {
   const dir = tree();
   try {
-    await assert.rejects(grepOf(dir, "js")({ pattern: "x", path: "nope" }), /Cannot search nope: no such/);
+    await assert.rejects(
+      grepOf(dir, "js")({ pattern: "x", path: "nope" }),
+      /Cannot search nope: no such/,
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

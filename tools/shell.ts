@@ -35,6 +35,7 @@ import {
   spawnProcess,
 } from "../_internal/process.ts";
 import { RiskClass, type ToolContext, type ToolRegistry } from "./registry.ts";
+export type { ShellChoice } from "../_internal/process.ts";
 import { abortError, boolArg, displayPath, intArg, resolveToolPath, stringArg } from "./_common.ts";
 
 /** Default foreground timeout of `run_shell` in ms. */
@@ -155,7 +156,7 @@ export class ShellTaskManager {
   start(start: ShellTaskStart): ShellTaskInfo {
     const id = `task_${this.#next++}`;
     const decoders = { out: new StringDecoder("utf8"), err: new StringDecoder("utf8") };
-    let state: TaskState;
+    const state = { buffer: "", bufferStart: 0, cursor: 0, waiters: new Set() } as TaskState;
     const append = (text: string): void => {
       if (text === "") return;
       state.buffer += text;
@@ -197,15 +198,9 @@ export class ShellTaskManager {
       for (const wake of state.waiters) wake();
       return r;
     });
-    state = {
-      info,
-      proc,
-      buffer: "",
-      bufferStart: 0,
-      cursor: 0,
-      waiters: new Set(),
-      done,
-    };
+    state.info = info;
+    state.proc = proc;
+    state.done = done;
     // Background tasks must not keep the host process alive on their own.
     proc.child.unref();
     for (const s of [proc.child.stdout, proc.child.stderr]) {
@@ -286,6 +281,11 @@ export class ShellTaskManager {
     const state = this.#get(id, "kill task");
     if (state.info.status === "running") {
       state.info.status = "killed";
+      // Re-reference the child so the event loop stays alive until its exit is seen.
+      state.proc.child.ref();
+      for (const s of [state.proc.child.stdout, state.proc.child.stderr]) {
+        (s as unknown as { ref?: () => void } | null)?.ref?.();
+      }
       await state.proc.kill({ graceMs: this.#killGraceMs });
       await state.done;
     }
