@@ -61,7 +61,11 @@ function nextStep(): (request: RecordedRequest, index: number) => ScriptedTurn {
         return {
           reasoning: "The user wants an overview. I should list the files first.",
           text: deltas("Let me look at the project first."),
-          toolCalls: [{ id: "call_list", name: "list_files", arguments: { path: ".", recursive: true } }],
+          toolCalls: [{
+            id: "call_list",
+            name: "list_files",
+            arguments: { path: ".", recursive: true },
+          }],
         };
       case 1:
         return {
@@ -87,12 +91,20 @@ function nextStep(): (request: RecordedRequest, index: number) => ScriptedTurn {
         ].join("\n");
         return {
           text: deltas(`I found ${lines.length} TODO(s). I will write them to NOTES.md.`),
-          toolCalls: [{ id: "call_write", name: "write_file", arguments: { path: "NOTES.md", content } }],
+          toolCalls: [{
+            id: "call_write",
+            name: "write_file",
+            arguments: { path: "NOTES.md", content },
+          }],
         };
       }
       case 4:
         return {
-          toolCalls: [{ id: "call_test", name: "run_shell", arguments: { command: "node test/stats_test.js" } }],
+          toolCalls: [{
+            id: "call_test",
+            name: "run_shell",
+            arguments: { command: "node test/stats_test.js" },
+          }],
         };
       default: {
         const testOutput = lastToolOutput(request);
@@ -104,8 +116,12 @@ function nextStep(): (request: RecordedRequest, index: number) => ScriptedTurn {
             "**tiny-stats** is a very small statistics library exporting `mean`, `median` and " +
             "`mode` for arrays of numbers (`src/stats.js`).",
             "",
-            `- Open TODOs are listed in \`NOTES.md\` (${todos.split("\n").filter((l) => l.includes("TODO")).length} found).`,
-            `- Tests: ${passed ? "`node test/stats_test.js` passed" : "the test command did not pass"}.`,
+            `- Open TODOs are listed in \`NOTES.md\` (${
+              todos.split("\n").filter((l) => l.includes("TODO")).length
+            } found).`,
+            `- Tests: ${
+              passed ? "`node test/stats_test.js` passed" : "the test command did not pass"
+            }.`,
             "",
           ].join("\n")),
         };

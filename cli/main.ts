@@ -27,7 +27,7 @@ import {
   setQuestionHandler,
   type TurnEngine,
 } from "../mod.ts";
-import { askApproval, approvalCard } from "./_approval.ts";
+import { approvalCard, askApproval } from "./_approval.ts";
 import { copyDemoProject, DEMO_PROMPT, startDemoServer } from "./_demo.ts";
 
 const USAGE = `Usage: deno task agent [options] ["prompt"]

@@ -62,9 +62,12 @@ test("the agent runs one turn against OPENAI_BASE_URL in the given workspace", {
   });
   await server.start();
   cleanups.push(() => server.close());
-  const { code, out } = await runCli(["--workspace", ws, "--model", "m1", "what is in hello.txt?"], {
-    env: { OPENAI_BASE_URL: server.baseURL, OPENAI_API_KEY: "k" },
-  });
+  const { code, out } = await runCli(
+    ["--workspace", ws, "--model", "m1", "what is in hello.txt?"],
+    {
+      env: { OPENAI_BASE_URL: server.baseURL, OPENAI_API_KEY: "k" },
+    },
+  );
   assert.equal(code, 0, out);
   assert.match(out, /The file says hi\./);
   assert.match(out, /\[turn_end\] completed/);

@@ -139,7 +139,10 @@ export class ConsoleHook implements EngineHook {
     this.#endLine();
     const files = producedFiles.length ? `, wrote ${producedFiles.join(", ")}` : "";
     const colour = status === "completed" ? "32" : status === "interrupted" ? "33" : "31";
-    this.#out(this.#c(colour, `[turn_end] ${status}`) + this.#c("2", ` (${iterations} iteration(s)${files})`) + "\n");
+    this.#out(
+      this.#c(colour, `[turn_end] ${status}`) +
+        this.#c("2", ` (${iterations} iteration(s)${files})`) + "\n",
+    );
   }
 
   /** Shows steering injections and compaction notices. */

@@ -173,7 +173,7 @@ export function createDefaultEngine(opts: CreateEngineOpts): TurnEngine {
   const sandboxMode = opts.sandbox?.mode ?? "auto";
   if (sandboxMode === "required") {
     throw new EngineConfigError(
-      "Cannot create engine: sandbox mode is \"required\" but no OS sandbox can be enforced " +
+      'Cannot create engine: sandbox mode is "required" but no OS sandbox can be enforced ' +
         "by this version",
       "bad_option",
     );

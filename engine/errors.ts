@@ -7,6 +7,7 @@
 
 /** The engine was assembled wrongly: no model, no API key, a bad option. */
 export class EngineConfigError extends Error {
+  /** Always `"EngineConfigError"`. */
   override name = "EngineConfigError";
   /**
    * Machine-readable reason: `"missing_model"`, `"missing_api_key"`, `"missing_workspace"`,
@@ -25,6 +26,7 @@ export class EngineConfigError extends Error {
  * (manual §8.3, §21).
  */
 export class ApprovalRequiredError extends Error {
+  /** Always `"ApprovalRequiredError"`. */
   override name = "ApprovalRequiredError";
   /** The tool that needed approval. */
   readonly toolName: string;
@@ -40,6 +42,7 @@ export class ApprovalRequiredError extends Error {
 
 /** `run()`, `retry()` or `resume()` was read while another turn of the same engine was running. */
 export class TurnInProgressError extends Error {
+  /** Always `"TurnInProgressError"`. */
   override name = "TurnInProgressError";
   /** Creates the error. */
   constructor() {

@@ -27,7 +27,13 @@ export {
   type SandboxOptions,
   type VcsOptions,
 } from "./create_default_engine.ts";
-export { type EventStream, EventType, type ToolStatus, type TurnStatus, type WsEvent } from "./events.ts";
+export {
+  type EventStream,
+  EventType,
+  type ToolStatus,
+  type TurnStatus,
+  type WsEvent,
+} from "./events.ts";
 export { CompositeHook, dispatchHook, type EngineHook } from "./hooks.ts";
 export { ConsoleHook, type ConsoleHookOptions } from "./console_hook.ts";
 export { MarkdownRenderer, type MarkdownRendererOptions } from "./markdown.ts";

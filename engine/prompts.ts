@@ -37,8 +37,7 @@ export const promptSets: Readonly<Record<string, PromptSet>> = {
       "You are a capable software engineering agent working in the user's workspace. You read " +
       "code before changing it, make focused changes, and verify them (run tests or commands when " +
       "useful). Prefer small, reviewable edits and explain what you changed.",
-    cowork:
-      "You are a capable assistant who collaborates with the user on documents, data and " +
+    cowork: "You are a capable assistant who collaborates with the user on documents, data and " +
       "everyday tasks in their workspace. Work carefully, check facts in the files you have, and " +
       "report clearly what you did.",
     rules: [
@@ -72,7 +71,8 @@ export const promptSets: Readonly<Record<string, PromptSet>> = {
     ].join("\n"),
     envHeading: "环境",
     envLabels: { workspace: "工作区", today: "今天", platform: "平台" },
-    sessionName: "为以下用户消息开启的对话起一个简短标题(不超过 12 个字)。只回复标题本身,不要引号和结尾标点。",
+    sessionName:
+      "为以下用户消息开启的对话起一个简短标题(不超过 12 个字)。只回复标题本身,不要引号和结尾标点。",
   },
 };
 

@@ -480,7 +480,10 @@ export class TurnEngine {
         { maxTokens: 40 },
       );
       const name = (out ?? "").replace(/<think>[\s\S]*?<\/think>/g, "").split("\n")
-        .map((l) => l.trim()).find((l) => l !== "")?.replace(/^["'“”「」《》]+|["'“”「」《》.。]+$/g, "")
+        .map((l) => l.trim()).find((l) => l !== "")?.replace(
+          /^["'“”「」《》]+|["'“”「」《》.。]+$/g,
+          "",
+        )
         .slice(0, 60);
       return name || null;
     } catch {
@@ -650,7 +653,8 @@ export class TurnEngine {
     const messages = finalize
       ? [...this.#messages, {
         role: "user" as const,
-        content: "The iteration limit of this turn has been reached. Do not call tools; give your " +
+        content:
+          "The iteration limit of this turn has been reached. Do not call tools; give your " +
           "final answer now from what you have.",
       }]
       : this.#messages;
@@ -811,7 +815,9 @@ export class TurnEngine {
       if (scope.signal.aborted) throw new TurnAbort("interrupted");
       const batch: PreparedCall[] = [prepared[i]];
       if (this.#isConcurrent(prepared[i])) {
-        while (i + batch.length < prepared.length && this.#isConcurrent(prepared[i + batch.length])) {
+        while (
+          i + batch.length < prepared.length && this.#isConcurrent(prepared[i + batch.length])
+        ) {
           batch.push(prepared[i + batch.length]);
         }
       }

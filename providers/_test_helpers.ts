@@ -76,6 +76,8 @@ export function chatChunk(
 
 /** Builds a Responses SSE body from `[type, data]` events. */
 export function responsesSse(events: [string, Record<string, unknown>][]): string {
-  return events.map(([type, data]) => `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`)
+  return events.map(([type, data]) =>
+    `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`
+  )
     .join("");
 }

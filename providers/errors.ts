@@ -191,7 +191,7 @@ export function toProviderError(err: unknown): ProviderError {
     (causeCode !== undefined &&
       /^(ECONNRESET|ECONNREFUSED|ECONNABORTED|EPIPE|ETIMEDOUT|ENOTFOUND|EAI_AGAIN|UND_ERR_\w+)$/
         .test(causeCode)) ||
-    /fetch failed|network|socket hang up|terminated|connection (reset|closed|error)|error sending request|timed? ?out|premature close|other side closed/i
+    /fetch failed|network|socket hang up|terminated|connection (reset|closed|error|lost)|error sending request|error reading a body|body from connection|unexpected end|incomplete (chunked|body)|timed? ?out|premature close|other side closed/i
       .test(networkText)
   );
 

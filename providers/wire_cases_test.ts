@@ -61,7 +61,10 @@ for (const name of cases) {
       const norm = (s: string) => exp.compare?.trim_whitespace ? s.trim() : s;
       assert.equal(norm(got.text), norm(exp.text));
       assert.equal(norm(got.reasoning), norm(exp.reasoning));
-      assert.equal(server.requests[0].path, exp.mode === "chat" ? "/v1/chat/completions" : "/v1/responses");
+      assert.equal(
+        server.requests[0].path,
+        exp.mode === "chat" ? "/v1/chat/completions" : "/v1/responses",
+      );
       if (exp.outcome === "error") {
         assert.ok(got.error instanceof ProviderError, `expected a ProviderError, got ${got.error}`);
         assert.deepEqual(got.toolCalls, []);
@@ -71,19 +74,35 @@ for (const name of cases) {
           assert.equal(got.error.retriable, true);
           assert.equal(got.error.network, true);
         } else if (exp.error) {
-          assert.match(got.error.message.toLowerCase(), new RegExp(exp.error.message_contains.toLowerCase().replace(/[.*+?^${}()|[\]\\]/g, "\\$&")));
+          assert.match(
+            got.error.message.toLowerCase(),
+            new RegExp(
+              exp.error.message_contains.toLowerCase().replace(/[.*+?^${}()|[\]\\]/g, "\\$&"),
+            ),
+          );
         }
         return;
       }
       assert.equal(got.error, undefined, String(got.error));
       assert.equal(got.finish, exp.finish_reason);
       assert.deepEqual(
-        got.toolCalls.map((c) => ({ id: c.id, name: c.function.name, args: JSON.parse(c.function.arguments) })),
+        got.toolCalls.map((c) => ({
+          id: c.id,
+          name: c.function.name,
+          args: JSON.parse(c.function.arguments),
+        })),
         exp.tool_calls.map((c) => ({ id: c.id, name: c.name, args: c.arguments_parsed })),
       );
-      assert.deepEqual(got.toolCalls.map((c) => c.function.arguments), exp.tool_calls.map((c) => c.arguments));
+      assert.deepEqual(
+        got.toolCalls.map((c) => c.function.arguments),
+        exp.tool_calls.map((c) => c.arguments),
+      );
       const last = got.chunks.at(-1)!;
-      assert.equal(last.finishReason, exp.finish_reason, "the final chunk carries the finish reason");
+      assert.equal(
+        last.finishReason,
+        exp.finish_reason,
+        "the final chunk carries the finish reason",
+      );
       if (exp.usage) {
         for (const [k, v] of Object.entries(exp.usage)) {
           assert.equal((got.usage as unknown as Record<string, number>)?.[camel[k]], v, k);

@@ -280,6 +280,8 @@ export class MockOpenAIServer {
     if (res.destroyed) return;
     if (turn.holdOpen) return;
     if (turn.errorAfterDeltas === "cut") {
+      // Let the deltas reach the client, then drop the connection mid-body.
+      await new Promise<void>((resolve) => res.write("", () => resolve()));
       res.socket?.destroy();
       return;
     }

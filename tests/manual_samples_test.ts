@@ -53,28 +53,38 @@ function lastJson(out: string): Record<string, unknown> {
   return JSON.parse(line);
 }
 
-test("§4: the five-minute script runs a turn with a tool, a question and an approval", { skip }, async () => {
-  const { code, out, err } = await runSample("sec04_quickstart.ts", [
-    { toolCalls: [{ id: "l", name: "list_files", arguments: { path: "." } }] },
-    {
-      toolCalls: [{
-        id: "q",
-        name: "ask_user",
-        arguments: { question: "中文还是英文?", options: ["中文", "English"] },
-      }],
-    },
-    { toolCalls: [{ id: "w", name: "write_file", arguments: { path: "SUMMARY.md", content: "x" } }] },
-    { text: ["这是一个", "示例项目。"] },
-  ], { "README.md": "# demo\n" });
-  assert.equal(code, 0, out + err);
-  assert.match(out, /\[工具\] list_files/);
-  assert.match(out, /\[工具结束\] list_files: ok/);
-  assert.match(out, /模型提问: 中文还是英文\?/);
-  assert.match(out, /\[工具结束\] ask_user: ok/);
-  assert.match(out, /需要审批: write_file/);
-  assert.match(out, /这是一个示例项目。/);
-  assert.match(out, /\[结束\] completed/);
-});
+test(
+  "§4: the five-minute script runs a turn with a tool, a question and an approval",
+  { skip },
+  async () => {
+    const { code, out, err } = await runSample("sec04_quickstart.ts", [
+      { toolCalls: [{ id: "l", name: "list_files", arguments: { path: "." } }] },
+      {
+        toolCalls: [{
+          id: "q",
+          name: "ask_user",
+          arguments: { question: "中文还是英文?", options: ["中文", "English"] },
+        }],
+      },
+      {
+        toolCalls: [{
+          id: "w",
+          name: "write_file",
+          arguments: { path: "SUMMARY.md", content: "x" },
+        }],
+      },
+      { text: ["这是一个", "示例项目。"] },
+    ], { "README.md": "# demo\n" });
+    assert.equal(code, 0, out + err);
+    assert.match(out, /\[工具\] list_files/);
+    assert.match(out, /\[工具结束\] list_files: ok/);
+    assert.match(out, /模型提问: 中文还是英文\?/);
+    assert.match(out, /\[工具结束\] ask_user: ok/);
+    assert.match(out, /需要审批: write_file/);
+    assert.match(out, /这是一个示例项目。/);
+    assert.match(out, /\[结束\] completed/);
+  },
+);
 
 test("§6.1: createDefaultEngine assembles model, mode, workspace and tools", { skip }, async () => {
   const { code, out, err } = await runSample("sec06_1_default_engine.ts", []);
@@ -88,18 +98,22 @@ test("§6.1: createDefaultEngine assembles model, mode, workspace and tools", { 
   }
 });
 
-test("§6.2: a hand-assembled TurnEngine runs allowlisted commands and asks for writes", { skip }, async () => {
-  const { code, out, err, server } = await runSample("sec06_2_manual_engine.ts", [
-    { toolCalls: [{ id: "s", name: "run_shell", arguments: { command: "ls" } }] },
-    { toolCalls: [{ id: "w", name: "write_file", arguments: { path: "a.txt", content: "a" } }] },
-    { text: "done" },
-  ], { "data.csv": "a,b\n" });
-  assert.equal(code, 0, out + err);
-  assert.equal(out.trim(), "run_shell:ok write_file:denied turn_end:completed");
-  const system = (server.requests[0].body as { messages?: { content: string }[] }).messages
-    ?.[0]?.content ?? JSON.stringify(server.requests[0].body);
-  assert.match(system, /只处理数据分析任务/);
-});
+test(
+  "§6.2: a hand-assembled TurnEngine runs allowlisted commands and asks for writes",
+  { skip },
+  async () => {
+    const { code, out, err, server } = await runSample("sec06_2_manual_engine.ts", [
+      { toolCalls: [{ id: "s", name: "run_shell", arguments: { command: "ls" } }] },
+      { toolCalls: [{ id: "w", name: "write_file", arguments: { path: "a.txt", content: "a" } }] },
+      { text: "done" },
+    ], { "data.csv": "a,b\n" });
+    assert.equal(code, 0, out + err);
+    assert.equal(out.trim(), "run_shell:ok write_file:denied turn_end:completed");
+    const system = (server.requests[0].body as { messages?: { content: string }[] }).messages
+      ?.[0]?.content ?? JSON.stringify(server.requests[0].body);
+    assert.match(system, /只处理数据分析任务/);
+  },
+);
 
 test("§6.3: runtime properties and methods change the engine", { skip }, async () => {
   const { code, out, err } = await runSample("sec06_3_runtime.ts", []);
@@ -141,21 +155,25 @@ test("§8.5: allowlist rules: word boundary, no compound commands", { skip }, as
   });
 });
 
-test("§10: OpenAIProvider, a host provider on the §10.2 contract, reasoningEffort", { skip }, async () => {
-  const { code, out, err, server } = await runSample("sec10_provider.ts", [
-    { text: "real provider" },
-  ]);
-  assert.equal(code, 0, out + err);
-  assert.deepEqual(lastJson(out), {
-    text: "custom provider works",
-    status: "completed",
-    realText: "real provider",
-  });
-  assert.equal(
-    (server.requests[0].body as { reasoning?: { effort?: string } }).reasoning?.effort,
-    "high",
-  );
-});
+test(
+  "§10: OpenAIProvider, a host provider on the §10.2 contract, reasoningEffort",
+  { skip },
+  async () => {
+    const { code, out, err, server } = await runSample("sec10_provider.ts", [
+      { text: "real provider" },
+    ]);
+    assert.equal(code, 0, out + err);
+    assert.deepEqual(lastJson(out), {
+      text: "custom provider works",
+      status: "completed",
+      realText: "real provider",
+    });
+    assert.equal(
+      (server.requests[0].body as { reasoning?: { effort?: string } }).reasoning?.effort,
+      "high",
+    );
+  },
+);
 
 test("§12.1–12.2: multi-turn history and an interrupt from elsewhere", { skip }, async () => {
   const { code, out, err } = await runSample("sec12_turn_control.ts", [

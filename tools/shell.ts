@@ -403,6 +403,9 @@ export function registerShellTool(
       maxOutputBytes: options.maxOutputBytes,
     });
     const r = await proc.result;
+    // A foreground command may leave processes behind (`cmd &`): they share its process group,
+    // so reap the group now rather than leave orphans (long-running work uses background: true).
+    killProcessTreeSync(proc.child);
     if (r.aborted) throw abortError("run_shell");
     if (r.spawnError && r.exitCode === null && !r.timedOut) {
       throw new Error(`Cannot run command: ${r.spawnError.message}`);

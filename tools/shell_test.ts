@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, realpathSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import process from "node:process";
@@ -45,7 +45,7 @@ function setup(options: Parameters<typeof registerShellTool>[2] = {}) {
 /** Runs `fn` with fresh shell tools in a temp workspace; kills tasks and cleans up after. */
 async function inSetup(
   options: Parameters<typeof registerShellTool>[2],
-  fn: (ws: ReturnType<typeof setup>) => Promise<void>,
+  fn: (ws: ReturnType<typeof setup>) => void | Promise<void>,
 ): Promise<void> {
   const ws = setup(options);
   try {
@@ -56,7 +56,7 @@ async function inSetup(
 }
 
 test("registerShellTool registers run_shell and the task tools with the issue's metadata", () =>
-  inSetup({}, async (ws) => {
+  inSetup({}, (ws) => {
     const registry = new ToolRegistry();
     const manager = registerShellTool(registry, ws.dir);
     assert.ok(manager instanceof ShellTaskManager);
@@ -86,6 +86,19 @@ test(
       assert.match(out, /^exit_code: 4\ntimed_out: false\nduration_ms: \d+\n/);
       assert.match(out, /stdout:\nhello\n/);
       assert.match(out, /stderr:\noops\n/);
+    }),
+);
+
+test(
+  "a foreground run_shell leaves no process behind when the command backgrounds one",
+  { skip: !posix },
+  () =>
+    inSetup({}, async (ws) => {
+      const marker = uniqueSleep();
+      const out = await ws.call("run_shell", { command: `sleep ${marker} & echo started` });
+      assert.match(out, /stdout:\nstarted\n/);
+      await until(() => sleepers(marker).length === 0);
+      assert.deepEqual(sleepers(marker), []);
     }),
 );
 
@@ -260,3 +273,36 @@ test("shell_task_output and shell_task_kill reject an unknown task id", () =>
     await assert.rejects(ws.call("shell_task_output", { task_id: "task_99" }), /no such task/);
     await assert.rejects(ws.call("shell_task_kill", { task_id: "task_99" }), /no such task/);
   }));
+
+test("background tasks are killed when the host process exits", { skip: !posix }, async () => {
+  const marker = uniqueSleep();
+  const dir = mkdtempSync(path.join(os.tmpdir(), "zq-exit-"));
+  try {
+    const script = path.join(dir, "host.ts");
+    const shellModule = new URL("./shell.ts", import.meta.url).href;
+    writeFileSync(
+      script,
+      `import process from "node:process";
+import { ShellTaskManager } from ${JSON.stringify(shellModule)};
+const m = new ShellTaskManager();
+const t = m.start({
+  command: "sleep ${marker}",
+  shell: { path: "/bin/sh", kind: "sh", args: ["-c"] },
+  cwd: ${JSON.stringify(dir)},
+  env: { PATH: process.env.PATH ?? "" },
+});
+console.log(t.pid);
+`,
+    );
+    const isDeno = typeof (globalThis as { Deno?: unknown }).Deno !== "undefined";
+    const args = isDeno
+      ? ["run", "-A", "--no-config", script]
+      : [...process.execArgv.filter((a) => a.startsWith("--experimental")), script];
+    const out = execFileSync(process.execPath, args, { encoding: "utf8" });
+    assert.match(out, /^\d+/);
+    await until(() => sleepers(marker).length === 0);
+    assert.deepEqual(sleepers(marker), []);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
