@@ -5,14 +5,24 @@
  * @module
  */
 import type { Interface } from "node:readline/promises";
-import { ApprovalOutcome, type PermissionRequest } from "../mod.ts";
+import { ApprovalOutcome, commandExecutable, type PermissionRequest } from "../mod.ts";
 
-/** The approval card as text lines: tool, reason and arguments. */
+/** Characters of one non-command argument shown in full; longer ones show head and tail. */
+const ARG_SHOWN_CHARS = 1200;
+
+function showValue(key: string, value: unknown): string {
+  const text = typeof value === "string" ? value : JSON.stringify(value, null, 2) ?? String(value);
+  // A command is always shown whole: what runs must be what the person approves.
+  if (key === "command" || text.length <= ARG_SHOWN_CHARS) return text;
+  const half = Math.floor(ARG_SHOWN_CHARS / 2);
+  return `${text.slice(0, half)}\n… ${text.length - 2 * half} characters not shown …\n` +
+    text.slice(-half);
+}
+
+/** The approval card as text lines: tool, reason and every argument. */
 export function approvalCard(request: PermissionRequest): string {
   const args = Object.entries(request.arguments).flatMap(([k, v]) => {
-    let text = typeof v === "string" ? v : JSON.stringify(v);
-    if (text.length > 400) text = text.slice(0, 400) + "…";
-    const [first, ...rest] = text.replace(/\n+$/, "").split("\n");
+    const [first, ...rest] = showValue(k, v).replace(/\n+$/, "").split("\n");
     return [`  │   ${k}: ${first}`, ...rest.map((l) => `  │     ${l}`)];
   });
   return [
@@ -35,22 +45,32 @@ export function parseApprovalAnswer(answer: string, isShell: boolean): ApprovalO
 
 /**
  * Asks on the terminal until the user gives a valid answer: once / always this tool / always
- * this command (run_shell only) / deny.
+ * this program (run_shell only; the manual remembers the executable name, §8.5) / deny. An
+ * aborted `signal` (Ctrl-C) ends the question with DENY.
  */
 export async function askApproval(
   rl: Interface,
   request: PermissionRequest,
-  write: (text: string) => void,
+  options: { write: (text: string) => void; signal?: AbortSignal },
 ): Promise<ApprovalOutcome> {
-  const isShell = typeof request.arguments.command === "string";
+  const { write, signal } = options;
+  const command = typeof request.arguments.command === "string"
+    ? request.arguments.command
+    : undefined;
+  const program = command === undefined ? null : commandExecutable(command);
   write(approvalCard(request) + "\n");
-  const choices = isShell
-    ? "[y] once  [a] always this tool  [c] always this command  [n] deny"
-    : "[y] once  [a] always this tool  [n] deny";
+  const choices = program
+    ? `[y] once  [a] always ${request.toolName}  [c] always "${program}" (any arguments)  [n] deny`
+    : `[y] once  [a] always ${request.toolName}  [n] deny`;
   for (;;) {
-    const answer = await rl.question(`  ${choices} > `);
-    const outcome = parseApprovalAnswer(answer, isShell);
+    let answer: string;
+    try {
+      answer = await rl.question(`  ${choices} > `, { signal });
+    } catch {
+      return ApprovalOutcome.DENY; // interrupted while asking
+    }
+    const outcome = parseApprovalAnswer(answer, program !== null);
     if (outcome) return outcome;
-    write("  please answer y, a" + (isShell ? ", c" : "") + " or n\n");
+    write("  please answer y, a" + (program ? ", c" : "") + " or n\n");
   }
 }

@@ -25,11 +25,6 @@ export function copyDemoProject(): string {
   return dir;
 }
 
-/** Splits text into word-sized deltas, so the demo streams like a real model. */
-function deltas(text: string): string[] {
-  return text.match(/\S+\s*|\s+/g) ?? [];
-}
-
 function lastToolOutput(request: RecordedRequest): string {
   const body = request.body as Record<string, unknown>;
   const messages = (body.messages ?? body.input ?? []) as Record<string, unknown>[];
@@ -60,7 +55,7 @@ function nextStep(): (request: RecordedRequest, index: number) => ScriptedTurn {
       case 0:
         return {
           reasoning: "The user wants an overview. I should list the files first.",
-          text: deltas("Let me look at the project first."),
+          text: "Let me look at the project first.",
           toolCalls: [{
             id: "call_list",
             name: "list_files",
@@ -90,7 +85,7 @@ function nextStep(): (request: RecordedRequest, index: number) => ScriptedTurn {
           "",
         ].join("\n");
         return {
-          text: deltas(`I found ${lines.length} TODO(s). I will write them to NOTES.md.`),
+          text: `I found ${lines.length} TODO(s). I will write them to NOTES.md.`,
           toolCalls: [{
             id: "call_write",
             name: "write_file",
@@ -110,7 +105,7 @@ function nextStep(): (request: RecordedRequest, index: number) => ScriptedTurn {
         const testOutput = lastToolOutput(request);
         const passed = testOutput.includes("all tests passed");
         return {
-          text: deltas([
+          text: [
             "## Summary",
             "",
             "**tiny-stats** is a very small statistics library exporting `mean`, `median` and " +
@@ -123,7 +118,7 @@ function nextStep(): (request: RecordedRequest, index: number) => ScriptedTurn {
               passed ? "`node test/stats_test.js` passed" : "the test command did not pass"
             }.`,
             "",
-          ].join("\n")),
+          ].join("\n"),
         };
       }
     }

@@ -19,6 +19,33 @@ export interface ConsoleHookOptions {
   showReasoning?: boolean;
   /** Characters of tool arguments shown (default 300). */
   maxArgChars?: number;
+  /** Echo the user's input at the start of a turn (default true; a REPL where the user just
+   * typed it turns this off). */
+  showInput?: boolean;
+  /**
+   * Print answer text as it streams, redrawing each line with its Markdown styling once the line
+   * is complete (default: `color`, i.e. on a terminal). Off, each line is printed when complete.
+   */
+  live?: boolean;
+  /** Terminal width in columns, for redrawing streamed lines (default `process.stdout.columns`,
+   * else 80). */
+  columns?: number;
+}
+
+/** Display width of text: East Asian wide characters count 2 columns. */
+function displayWidth(text: string): number {
+  let width = 0;
+  for (const ch of text) {
+    const cp = ch.codePointAt(0) ?? 0;
+    width += cp >= 0x1100 && (cp <= 0x115f || (cp >= 0x2e80 && cp <= 0xa4cf) ||
+        (cp >= 0xac00 && cp <= 0xd7a3) || (cp >= 0xf900 && cp <= 0xfaff) ||
+        (cp >= 0xfe30 && cp <= 0xfe4f) || (cp >= 0xff00 && cp <= 0xff60) ||
+        (cp >= 0xffe0 && cp <= 0xffe6) || (cp >= 0x1f300 && cp <= 0x1faff) ||
+        (cp >= 0x20000 && cp <= 0x3fffd))
+      ? 2
+      : 1;
+  }
+  return width;
 }
 
 /**
@@ -40,6 +67,12 @@ export class ConsoleHook implements EngineHook {
   #md: MarkdownRenderer;
   #inReasoning = false;
   #lineOpen = false;
+  #showInput: boolean;
+  #live: boolean;
+  #columns: number;
+  /** The answer line being streamed (raw), and how much of it is already on screen. */
+  #line = "";
+  #shown = 0;
 
   /** Creates the hook. */
   constructor(options: ConsoleHookOptions = {}) {
@@ -49,6 +82,9 @@ export class ConsoleHook implements EngineHook {
     this.#showReasoning = options.showReasoning ?? true;
     this.#maxArg = options.maxArgChars ?? 300;
     this.#md = new MarkdownRenderer({ color: this.#color });
+    this.#showInput = options.showInput ?? true;
+    this.#live = options.live ?? this.#color;
+    this.#columns = options.columns ?? (process.stdout.columns || 80);
   }
 
   #c(code: string, text: string): string {
@@ -61,15 +97,29 @@ export class ConsoleHook implements EngineHook {
     this.#lineOpen = !text.endsWith("\n");
   }
 
+  /** Prints a completed answer line: rendered, redrawing the raw text already shown when it fits
+   * on one terminal row, else finishing it raw. */
+  #completeLine(newline: boolean): void {
+    const raw = this.#line;
+    const rendered = this.#md.renderLine(raw);
+    if (this.#shown === 0) this.#out(rendered);
+    else if (displayWidth(raw) < this.#columns) this.#out("\r\x1b[2K" + rendered);
+    else this.#out(raw.slice(this.#shown));
+    if (newline) this.#out("\n");
+    this.#line = "";
+    this.#shown = 0;
+  }
+
   #endLine(): void {
-    const rest = this.#md.flush();
-    if (rest) this.#out(rest);
+    if (this.#line) this.#completeLine(false);
+    this.#md.flush();
     if (this.#lineOpen) this.#out("\n");
     this.#inReasoning = false;
   }
 
   /** Prints the user's input header. */
   onTurnStart(input: string): void {
+    if (!this.#showInput) return;
     this.#out(this.#c("2", `› ${input.split("\n")[0].slice(0, 200)}`) + "\n");
   }
 
@@ -79,7 +129,16 @@ export class ConsoleHook implements EngineHook {
       this.#out("\n");
       this.#inReasoning = false;
     }
-    this.#out(this.#md.write(text));
+    const pieces = text.split("\n");
+    pieces.forEach((piece, i) => {
+      this.#line += piece;
+      if (i < pieces.length - 1) {
+        this.#completeLine(true);
+      } else if (this.#live && this.#line.length > this.#shown) {
+        this.#out(this.#line.slice(this.#shown));
+        this.#shown = this.#line.length;
+      }
+    });
   }
 
   /** Streams reasoning text, dimmed. */

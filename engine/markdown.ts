@@ -52,7 +52,7 @@ export class MarkdownRenderer {
     let out = "";
     let nl: number;
     while ((nl = this.#buffer.indexOf("\n")) >= 0) {
-      out += this.#line(this.#buffer.slice(0, nl)) + "\n";
+      out += this.renderLine(this.#buffer.slice(0, nl)) + "\n";
       this.#buffer = this.#buffer.slice(nl + 1);
     }
     return out;
@@ -62,7 +62,7 @@ export class MarkdownRenderer {
   flush(): string {
     const rest = this.#buffer;
     this.#buffer = "";
-    const out = rest ? this.#line(rest) : "";
+    const out = rest ? this.renderLine(rest) : "";
     this.#inFence = false;
     return out;
   }
@@ -71,7 +71,11 @@ export class MarkdownRenderer {
     return this.#color ? style[kind][0] + text + style[kind][1] : text;
   }
 
-  #line(line: string): string {
+  /**
+   * Renders one complete line (without its newline). Stateful: code fences opened by earlier
+   * lines are honoured, so lines must be given in order. {@link MarkdownRenderer.write} calls it.
+   */
+  renderLine(line: string): string {
     if (/^\s*(```|~~~)/.test(line)) {
       this.#inFence = !this.#inFence;
       return this.#s("dim", line);

@@ -32,4 +32,5 @@ export {
   type TurnScript,
 } from "./mock_server.ts";
 
-// --- Scripted provider (engine): ScriptedProvider goes here ---
+// --- Scripted provider: no HTTP at all ---
+export { type ProviderScript, type ScriptedCall, ScriptedProvider } from "./scripted_provider.ts";
