@@ -98,6 +98,8 @@ interface PendingCall {
   id: string;
   name: string;
   args: string;
+  /** The wire `index` of the call's first fragment that had one. */
+  index?: number;
 }
 
 /** Text of a JSON-ish arguments fragment: objects are stringified. */
@@ -144,6 +146,11 @@ export class ToolCallAssembler {
     let call: PendingCall | undefined;
     if (id !== "") {
       call = this.#byId.get(id);
+      // A repeated id at another index is another call (some servers reuse ids): never merge
+      // two calls' names and arguments.
+      if (call && index !== undefined && call.index !== undefined && call.index !== index) {
+        call = undefined;
+      }
       if (!call) call = this.#start(id);
     } else if (index !== undefined) {
       call = this.#byIndex.get(index);
@@ -157,7 +164,10 @@ export class ToolCallAssembler {
       call = undefined; // a new, id-less call
     }
     if (!call) call = this.#start("");
-    if (index !== undefined) this.#byIndex.set(index, call);
+    if (index !== undefined) {
+      this.#byIndex.set(index, call);
+      call.index ??= index;
+    }
     this.#last = call;
 
     if (name !== "" && call.name === "") call.name = name;

@@ -170,14 +170,19 @@ export class ResponsesStreamNormaliser {
     const output = Array.isArray(response.output) ? response.output : [];
     let text = "";
     let reasoning = "";
+    const matched = new Set<string>();
     output.forEach((raw, i) => {
       const item = rec(raw);
       if (!item) return;
       if (item.type === "function_call") {
         const callId = typeof item.call_id === "string" ? item.call_id : "";
-        const known = [...this.#calls.entries()].find(([, c]) =>
-          callId !== "" && c.callId === callId
-        );
+        // The call streamed at this output index is this item; otherwise the streamed call with
+        // the same call_id that no other final item took (a server that repeats a call_id must
+        // not get two calls merged into one).
+        const known = this.#calls.has(`#${i}`) ? undefined : [...this.#calls.entries()].find((
+          [key, c],
+        ) => callId !== "" && c.callId === callId && !matched.has(key));
+        matched.add(known ? known[0] : `#${i}`);
         this.#fillFromItem(known ? known[0] : `#${i}`, item, i, false);
       } else if (item.type === "message" && Array.isArray(item.content)) {
         for (const part of item.content) {

@@ -210,6 +210,8 @@ export class OpenAIProvider implements ProviderClient {
       timeout: this.#timeoutMs,
       fetch: this.#fetch as never,
       defaultHeaders: this.#headers,
+      // A library must not write to its host's console; `OPENAI_LOG` turns the SDK's logs back on.
+      ...(envString("OPENAI_LOG") ? {} : { logLevel: "off" as const }),
     });
     return this.#client;
   }
