@@ -24,3 +24,5 @@ export * from "./engine/mod.ts";
 export * from "./tools/mod.ts";
 export * from "./providers/mod.ts";
 export * from "./permissions/mod.ts";
+export * from "./mcp/mod.ts";
+export * from "./vcs/mod.ts";

@@ -10,33 +10,41 @@ import path from "node:path";
 import { envString } from "../_internal/env.ts";
 import { type Message, OpenAIProvider, type ProviderClient } from "../providers/mod.ts";
 import {
+  ConflictGuard, // tool suite A
   registerAskTool,
+  registerDiffTools, // tool suite A
+  registerDirectoryTool, // tool suite B
+  registerExploreTool, // tool suite B
   registerFileTools,
+  registerGitTools, // tool suite A
+  registerMediaTool, // tool suite B
+  registerPlanTool, // tool suite B
   registerSearchTool,
   registerShellTool,
+  registerTodoTool, // tool suite A
+  registerWebTools, // tool suite B
+  TodoList, // tool suite A
   ToolRegistry,
 } from "../tools/mod.ts";
 import {
   ApprovalOutcome,
+  isolateFileTools,
   Mode,
   PermissionEngine,
+  resolveSandbox,
+  type SandboxOptions,
   type SandboxStatus,
   type ShellPolicy,
+  wrapWithSandbox,
 } from "../permissions/mod.ts";
 import { EngineConfigError } from "./errors.ts";
-import type { EngineHook } from "./hooks.ts";
+import { CompositeHook, type EngineHook } from "./hooks.ts";
+import { resolveVcsPlan, SessionVcs, VcsHook, type VcsPlan } from "../vcs/mod.ts";
 import { buildInstructions } from "./prompts.ts";
 import { DEFAULT_MAX_ITERATIONS, TurnEngine } from "./turn_engine.ts";
 
-/** Sandbox options (manual §8.4). Enforcement arrives with the sandbox subsystem. */
-export interface SandboxOptions {
-  /** `"auto"` (use one when available, default), `"off"`, or `"required"` (fail without one). */
-  mode?: "auto" | "off" | "required";
-  /** Extra writable paths inside the sandbox. */
-  extraWritable?: string[];
-  /** Allow network access from sandboxed commands. */
-  network?: boolean;
-}
+// Sandbox options (manual §8.4) are defined by the sandbox module (issue 8).
+export type { SandboxOptions } from "../permissions/mod.ts";
 
 /** Per-turn git snapshot options (manual §17). */
 export interface VcsOptions {
@@ -143,15 +151,18 @@ function resolveWorkspace(workspace: unknown): string {
  * engine, system prompt, hooks and a fallback approver per `defaultApproval`.
  *
  * Registers the tools available in this version: `read_file`, `list_files`, `write_file`,
- * `replace_in_file`, `run_shell`, `shell_task_output`, `shell_task_kill`, `grep`, `ask_user`.
+ * `replace_in_file`, `run_shell`, `shell_task_output`, `shell_task_kill`, `grep`, `ask_user`,
+ * `web_fetch`, `web_search` (disabled without a search backend), `propose_plan`,
+ * `request_directory`, `media`, `explore` (its subagent gets a hook from `subagentHookFactory`).
  *
  * @param opts See {@link CreateEngineOpts}.
  * @returns A ready {@link TurnEngine}.
  * @throws {EngineConfigError} When `workspace` is missing, a file, `/` or the home folder (a
  *   folder that does not exist yet is accepted; the first turn fails clearly if it still does not);
- *   when `reasoningEffort` is not low/medium/high; when `sandbox.mode` is `"required"` (no sandbox
- *   can be enforced by this version) or `vcs.mode` is not `"off"` (snapshots are not available in
- *   this version).
+ *   when `reasoningEffort` is not low/medium/high; when `sandbox.mode` is `"required"` and no OS
+ *   sandbox can be enforced here (manual §8.4); when `vcs` cannot be used (`/` or the home
+ *   folder, `native` outside a git repository, a bad session id; a missing git only turns
+ *   snapshots off).
  * @example
  * ```ts
  * import { createDefaultEngine, Mode } from "@zqagent/core";
@@ -170,33 +181,65 @@ export function createDefaultEngine(opts: CreateEngineOpts): TurnEngine {
       "bad_option",
     );
   }
-  const sandboxMode = opts.sandbox?.mode ?? "auto";
-  if (sandboxMode === "required") {
-    throw new EngineConfigError(
-      'Cannot create engine: sandbox mode is "required" but no OS sandbox can be enforced ' +
-        "by this version",
-      "bad_option",
-    );
+  // Sandbox (manual §8.4, issue 8): resolved once; "required" without one fails here.
+  let sandbox: SandboxStatus;
+  try {
+    sandbox = resolveSandbox(opts.sandbox ?? {}, { workspace });
+  } catch (e) {
+    throw new EngineConfigError(`Cannot create engine: ${(e as Error).message}`, "bad_option");
   }
+  // VCS (manual §17, issue 7): VcsHook runs beside the host's hook through CompositeHook.
+  let hook = opts.hook;
   if (opts.vcs?.mode && opts.vcs.mode !== "off") {
-    throw new EngineConfigError(
-      `Cannot create engine: vcs mode "${opts.vcs.mode}" is not available in this version`,
-      "bad_option",
-    );
+    let plan: VcsPlan;
+    let vcs: SessionVcs;
+    try {
+      plan = resolveVcsPlan(workspace, { mode: opts.vcs.mode });
+      vcs = new SessionVcs(plan, opts.vcs.sessionId ?? "default");
+    } catch (e) {
+      throw new EngineConfigError(`Cannot create engine: ${(e as Error).message}`, "bad_option");
+    }
+    if (plan.mode !== "off") hook = new CompositeHook([opts.hook, new VcsHook(vcs)]);
   }
-  const sandbox: SandboxStatus = {
-    mode: sandboxMode,
-    kind: "none",
-    enforced: false,
-    reason: "no OS sandbox is enforced by this version",
-  };
   const provider = opts.provider ?? new OpenAIProvider({ logDir: opts.logDir });
   const lang = opts.lang ?? "zh";
   const registry = new ToolRegistry();
-  registerFileTools(registry, workspace);
-  registerShellTool(registry, workspace);
+  // One ConflictGuard per engine, shared by the file and patch tools (manual §6.1 step 3).
+  const conflictGuard = new ConflictGuard();
+  registerFileTools(registry, workspace, { conflictGuard });
+  registerShellTool(registry, workspace, {
+    wrapCommand: (command) => wrapWithSandbox(sandbox, command, { workspace }),
+  });
+  if (sandbox.deno) {
+    try {
+      isolateFileTools(registry, workspace);
+    } catch (e) {
+      throw new EngineConfigError(`Cannot create engine: ${(e as Error).message}`, "bad_option");
+    }
+  }
   registerSearchTool(registry, workspace);
   registerAskTool(registry);
+  // Tool suite part A (issue 4): git, patches, the task list (restored from `messages`).
+  registerGitTools(registry, workspace);
+  registerDiffTools(registry, workspace, { conflictGuard });
+  registerTodoTool(registry, { list: TodoList.fromMessages(opts.messages ?? []) });
+  // Tool suite part B (issue 4): web, plan, directories, media, explore. The explore subagent
+  // uses the engine's model at call time (engine.model may change between turns).
+  try {
+    registerWebTools(registry);
+  } catch (e) {
+    throw new EngineConfigError(`Cannot create engine: ${(e as Error).message}`, "bad_option");
+  }
+  registerPlanTool(registry);
+  registerDirectoryTool(registry);
+  registerMediaTool(registry, workspace);
+  registerExploreTool(registry, {
+    workspace,
+    provider,
+    lang,
+    hookFactory: opts.subagentHookFactory,
+    toolResultDir: opts.toolResultDir,
+  });
   const permissions = new PermissionEngine({
     workspaceRoot: workspace,
     mode: opts.mode ?? Mode.INTERACTIVE,
@@ -224,7 +267,7 @@ export function createDefaultEngine(opts: CreateEngineOpts): TurnEngine {
     maxIterations: opts.maxIterations ?? DEFAULT_MAX_ITERATIONS,
     reasoningEffort: effort as "low" | "medium" | "high" | undefined,
     messages: opts.messages,
-    hook: opts.hook,
+    hook,
     contextWindow: opts.contextWindow,
     thresholdPct: opts.thresholdPct,
     softThresholdPct: opts.softThresholdPct,

@@ -8,17 +8,21 @@ import { randomUUID } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import type {
+  ContentPart, // tool suite B
   Message,
   ProviderClient,
   TokenUsage,
   ToolCall,
   ToolSchema,
 } from "../providers/mod.ts";
-import { ProviderError } from "../providers/mod.ts";
+import { contextWindowFor, ProviderError } from "../providers/mod.ts";
 import {
   budgetToolResult,
+  type DirectoryHandler, // tool suite B
+  type PlanHandler, // tool suite B
   type QuestionHandler,
   RiskClass,
+  type ToolAttachment, // tool suite B
   type ToolContext,
   type ToolRegistry,
   type ToolSpec,
@@ -30,6 +34,33 @@ import {
   type PermissionEngine,
 } from "../permissions/mod.ts";
 import { envNumber, envString } from "../_internal/env.ts";
+import {
+  AttachmentError,
+  attachmentParts,
+  type MessageAttachment,
+  normalizeAttachments,
+  type StoredAttachment,
+  stripAttachments,
+} from "./attachments.ts";
+import {
+  capTokensOf,
+  compactedHistory,
+  type CompactionState,
+  contextTokens,
+  initialCompactionState,
+  KEEP_RECENT_RATIO,
+  MAX_STALLED_COMPACTIONS,
+  MIN_SHRINK_RATIO,
+  planSplit,
+  recentStart,
+  renderTranscript,
+  restoreCompactionState,
+  softCompact,
+  SUMMARY_MAX_TOKENS,
+  summaryPrompt,
+  thresholds,
+} from "./compaction.ts";
+import { loadTokenCounter, type TextTokenCounter } from "./token_estimate.ts";
 import { channelStream, type EventChannel } from "./_event_channel.ts";
 import { ApprovalRequiredError, EngineConfigError, TurnInProgressError } from "./errors.ts";
 import {
@@ -40,6 +71,7 @@ import {
   type WsEvent,
 } from "./events.ts";
 import { dispatchHook, type EngineHook } from "./hooks.ts";
+import { hookBarrier } from "./_hook_barrier.ts";
 import { sessionNamePrompt } from "./prompts.ts";
 
 /** Default iteration cap of a turn (manual §6.1). */
@@ -95,14 +127,18 @@ export interface TurnEngineOpts {
   networkRetryBaseMs?: number;
 }
 
-/** What the engine observes of compaction (manual §14; read-only for hosts). */
-export interface CompactionState {
-  /** Compactions done in this session. */
-  count: number;
-  /** Estimated tokens of the context at the last check, when known. */
-  lastEstimatedTokens: number | null;
-  /** Input tokens reported by the provider for the last request, when known. */
-  lastInputTokens: number | null;
+export type { CompactionState };
+
+/**
+ * How a turn ended, recorded on the last message of the history when the turn ends (a field the
+ * providers never send). It survives a checkpoint, so `retry()` and `resume()` decide the same
+ * way in a fresh process as in the one that ran the turn.
+ */
+export interface TurnEndMark {
+  /** The `turn_end` status. */
+  status: TurnStatus;
+  /** True when the turn ended with a retriable error (`retry()` may run). */
+  retriable: boolean;
 }
 
 type TurnKind = "run" | "retry" | "resume";
@@ -113,6 +149,14 @@ interface TurnSpec {
   taskId: string;
   extra: Record<string, unknown>;
   userMessage?: Message;
+  /** A host mistake found before the turn started (bad attachments). */
+  error?: Error;
+}
+
+interface SteeringItem {
+  text: string;
+  attachments?: MessageAttachment[];
+  refs?: StoredAttachment[];
 }
 
 interface TurnScope {
@@ -212,8 +256,18 @@ function effectiveRisk(spec: ToolSpec): RiskClass | undefined {
 
 function isHostMistake(err: unknown): boolean {
   return err instanceof EngineConfigError || err instanceof ApprovalRequiredError ||
-    err instanceof TurnInProgressError;
+    err instanceof TurnInProgressError || err instanceof AttachmentError;
 }
+
+/** The typed error of a context that compaction could not make fit (DESIGN §6; retriable). */
+function overflowError(detail: string, cause?: unknown): ProviderError {
+  return new ProviderError(
+    `Cannot fit the conversation into the model's context window: ${detail}`,
+    { code: "context_overflow", contextOverflow: true, retriable: true, cause },
+  );
+}
+
+const COMPACTION_EFFORTS = ["low", "medium", "high"] as const;
 
 /**
  * The runtime of one session (manual §5.1: one engine per session). Holds the history, runs turns
@@ -270,12 +324,16 @@ export class TurnEngine {
   #messages: Message[];
   #approver: Approver | undefined;
   #questionHandler: QuestionHandler | undefined;
+  // --- tool suite part B (issue 4) ---
+  #planHandler: PlanHandler | undefined;
+  #directoryHandler: DirectoryHandler | undefined;
+  #toolAttachments: ToolAttachment[] = [];
+  // --- end tool suite part B ---
   #seq = 0;
   #busy = false;
   #abort: AbortController | null = null;
-  #steering: { text: string; attachments?: unknown[]; refs?: unknown[] }[] = [];
-  #lastTurn: { status: TurnStatus; retriable: boolean } | null = null;
-  #compaction: CompactionState = { count: 0, lastEstimatedTokens: null, lastInputTokens: null };
+  #steering: SteeringItem[] = [];
+  #compaction: CompactionState = initialCompactionState();
   #retryMax: number;
   #retryBaseMs: number;
 
@@ -326,6 +384,22 @@ export class TurnEngine {
     return this.#compaction;
   }
 
+  /**
+   * Restores the compaction state of a saved session (`SavedState.compaction`), so token
+   * accounting after a restart starts from the provider's last usage figures
+   * (`FileLogHook.applyState` calls it).
+   *
+   * @param saved A saved `compactionState`; malformed fields take their initial values.
+   */
+  restoreCompactionState(saved: unknown): void {
+    this.#compaction = restoreCompactionState(saved);
+  }
+
+  /** Steering messages queued and not yet injected (copies of their texts, in order). */
+  get queuedSteering(): string[] {
+    return this.#steering.map((s) => s.text);
+  }
+
   /** The current approver, if any. */
   get approver(): Approver | undefined {
     return this.#approver;
@@ -354,6 +428,35 @@ export class TurnEngine {
     this.#questionHandler = fn;
   }
 
+  // --- tool suite part B (issue 4) ---
+  /** The engine's own handler for `propose_plan`, if any (overrides the global one). */
+  get planHandler(): PlanHandler | undefined {
+    return this.#planHandler;
+  }
+
+  /** The engine's own handler for `request_directory`, if any (overrides the global one). */
+  get directoryHandler(): DirectoryHandler | undefined {
+    return this.#directoryHandler;
+  }
+
+  /**
+   * Sets this engine's handler for `propose_plan`, overriding the global `setPlanHandler` for
+   * this session only.
+   */
+  setPlanHandler(fn: PlanHandler | undefined): void {
+    this.#planHandler = fn;
+  }
+
+  /**
+   * Sets this engine's handler for `request_directory`, overriding the global
+   * `setDirectoryHandler` for this session only. A granted directory extends
+   * `engine.permissions` (read-only or writable as granted).
+   */
+  setDirectoryHandler(fn: DirectoryHandler | undefined): void {
+    this.#directoryHandler = fn;
+  }
+  // --- end tool suite part B ---
+
   /** Replaces the system prompt (e.g. switching agent role, manual §16.2). */
   setSystemPrompt(text: string): void {
     if (this.#messages[0]?.role === "system") {
@@ -373,18 +476,29 @@ export class TurnEngine {
   }
 
   /**
-   * Queues a message injected as a `user` message before the next iteration (manual §12.5). A
-   * message still queued when the turn ends is delivered at the start of the next turn.
+   * Queues a message injected as a `user` message between iterations, with a `queue_steering`
+   * event (manual §12.5). Messages are injected in the order queued. When the model gives its
+   * final answer while a message is queued, the turn goes on so the model sees it; a message
+   * still queued when a turn ends otherwise (interrupt, error, iteration limit) is delivered at
+   * the start of the next turn, never lost.
    *
    * @param text The message.
-   * @param attachments Optional attachments (kept with the message).
-   * @param refs Optional stored attachment refs.
+   * @param attachments Optional attachments (manual §13), validated now; images go to the model
+   *   with this message only.
+   * @param refs Optional stored refs of those attachments (from `saveAttachments`).
+   * @throws {TypeError} When `text` is empty.
+   * @throws {AttachmentError} When the attachments are invalid.
    */
-  queueSteering(text: string, attachments?: unknown[], refs?: unknown[]): void {
+  queueSteering(
+    text: string,
+    attachments?: MessageAttachment[],
+    refs?: StoredAttachment[],
+  ): void {
     if (typeof text !== "string" || text.trim() === "") {
       throw new TypeError("Cannot queue steering: text must be a non-empty string");
     }
-    this.#steering.push({ text, attachments, refs });
+    const list = normalizeAttachments(attachments) ?? undefined;
+    this.#steering.push({ text, attachments: list, refs: refs?.length ? [...refs] : undefined });
   }
 
   /** Withdraws a queued steering message; false when it was already injected (or never queued). */
@@ -409,26 +523,24 @@ export class TurnEngine {
   run(
     input: string,
     taskId?: string,
-    attachments?: { name: string; mimeType: string; dataUrl: string }[],
-    refs?: unknown[],
+    attachments?: MessageAttachment[],
+    refs?: StoredAttachment[],
   ): EventStream<WsEvent> {
     const text = typeof input === "string" ? input : String(input ?? "");
     const extra: Record<string, unknown> = {};
     let userMessage: Message = { role: "user", content: text };
-    if (attachments?.length) {
-      extra.attachmentCount = attachments.length;
+    let error: Error | undefined;
+    let list: MessageAttachment[] = [];
+    try {
+      list = normalizeAttachments(attachments) ?? [];
+    } catch (err) {
+      error = err as Error;
+    }
+    if (list.length) {
+      extra.attachmentCount = list.length;
       if (refs?.length) extra.attachments = refs;
-      userMessage = {
-        role: "user",
-        content: [
-          { type: "text", text },
-          ...attachments.filter((a) => a.mimeType.startsWith("image/")).map((a) => ({
-            type: "image_url" as const,
-            image_url: { url: a.dataUrl },
-          })),
-        ],
-      };
-      if (refs?.length) userMessage.attachments = refs;
+      userMessage = { role: "user", content: attachmentParts(text, list, refs) };
+      if (refs?.length) userMessage.attachments = [...refs];
     }
     return this.#stream({
       kind: "run",
@@ -436,21 +548,35 @@ export class TurnEngine {
       taskId: taskId ?? newId("task"),
       extra,
       userMessage,
+      error,
     });
   }
 
   /**
    * Retries the last turn when it ended with a retriable error (manual §9.4, §12.3): the model is
-   * called again on the same history. Otherwise the stream ends at once without events.
+   * called again on the same history. Otherwise the stream ends at once without events. Works in
+   * a fresh process too: how the turn ended is recorded in the history (see {@link TurnEndMark}).
+   *
+   * @param taskId Id put on every event (default: a new id).
    */
   retry(taskId?: string): EventStream<WsEvent> {
     return this.#stream({ kind: "retry", input: "", taskId: taskId ?? newId("task"), extra: {} });
   }
 
   /**
-   * Processes tool calls left without results at the end of the history (e.g. approvals pending
-   * when a server restarted, manual §12.4): each is evaluated again and, where needed, the
-   * approver is asked; then the turn goes on. Without pending calls the stream ends at once.
+   * Finishes a turn that was cut short (manual §12.4), typically after a restart from a saved
+   * state:
+   * - tool calls left without results at the end of the history (approvals pending when the
+   *   server restarted) are each evaluated again through the permission engine and, where
+   *   needed, the approver; a call that already has a result never runs again; then the turn
+   *   goes on;
+   * - a history that ends with tool results or a user message the model has not answered (the
+   *   process stopped mid-stream or between iterations) goes on with the next model call.
+   *
+   * Otherwise — the last turn completed, or ended by an interrupt, an error or the iteration
+   * limit — the stream ends at once without events.
+   *
+   * @param taskId Id put on every event (default: a new id).
    */
   resume(taskId?: string): EventStream<WsEvent> {
     return this.#stream({ kind: "resume", input: "", taskId: taskId ?? newId("task"), extra: {} });
@@ -534,8 +660,11 @@ export class TurnEngine {
       channel.close(err);
       return;
     }
-    if (spec.kind === "retry" && !this.#lastTurn?.retriable) return channel.close();
-    if (spec.kind === "resume" && this.#pendingCalls().length === 0) return channel.close();
+    const mark = this.#messages.at(-1)?.turnEnd as TurnEndMark | undefined;
+    if (spec.kind === "retry" && !(mark?.status === "error" && mark.retriable)) {
+      return channel.close();
+    }
+    if (spec.kind === "resume" && !this.#canResume()) return channel.close();
 
     this.#busy = true;
     this.#abort = ac;
@@ -543,24 +672,40 @@ export class TurnEngine {
     let fatal: unknown = undefined;
     let retriable = false;
     try {
-      await scope.emit(EventType.TURN_START, { input: spec.input, ...spec.extra });
-      if (!this.model) {
-        throw new EngineConfigError(
+      // Host mistakes found before anything changes; reported after turn_start.
+      let mistake: Error | undefined = spec.error;
+      if (!mistake && !this.model) {
+        mistake = new EngineConfigError(
           "Cannot run a turn: no model specified (pass model or set OPENAI_MODEL); " +
             "the engine does not pick one for you",
           "missing_model",
         );
       }
-      if (!fs.existsSync(this.permissions.workspaceRoot)) {
-        throw new EngineConfigError(
+      if (!mistake && !fs.existsSync(this.permissions.workspaceRoot)) {
+        mistake = new EngineConfigError(
           `Cannot run a turn: the workspace ${this.permissions.workspaceRoot} does not exist`,
           "missing_workspace",
         );
       }
-      if (spec.kind === "run" && spec.userMessage) this.#messages.push(spec.userMessage);
-      if (spec.kind === "resume") {
+      if (mark) delete this.#messages.at(-1)!.turnEnd;
+      if (!mistake && spec.kind === "run" && spec.userMessage) {
+        // Calls a crash left pending are not run once the user moved on (no orphan calls).
+        this.#closeOpenCalls("superseded");
+        // Bytes of earlier turns' attachments never go to the model again (manual §13.2).
+        this.#stripHistory();
+        // In the history before turn_start, so a checkpoint taken on turn_start holds it.
+        this.#messages.push(spec.userMessage);
+      }
+      await scope.emit(EventType.TURN_START, {
+        input: spec.input,
+        ...spec.extra,
+        ...(spec.kind !== "run" ? { kind: spec.kind } : {}),
+      });
+      if (mistake) throw mistake;
+      if (spec.kind === "resume" && this.#pendingCalls().length > 0) {
         scope.iteration = 1;
         await this.#runTools(scope, this.#pendingCalls());
+        this.#flushToolAttachments(); // tool suite B: media for the next request
         await scope.emit(EventType.ITERATION_END, { iteration: scope.iteration });
       }
       status = await this.#loop(scope);
@@ -575,10 +720,13 @@ export class TurnEngine {
       }
     } finally {
       this.#closeOpenCalls(status === "interrupted" ? "interrupted" : "not_run");
+      this.#flushToolAttachments(); // tool suite B: media queued before an early end
       this.#busy = false;
       this.#abort = null;
     }
-    this.#lastTurn = { status, retriable };
+    if (status !== "error") this.#stripHistory();
+    const last = this.#messages.at(-1);
+    if (last) last.turnEnd = { status, retriable } satisfies TurnEndMark;
     if (status === "interrupted") {
       await scope.emit(EventType.INTERRUPTED, {
         iterations: scope.iteration,
@@ -591,6 +739,229 @@ export class TurnEngine {
       produced_files: [...scope.produced],
     });
     channel.close(fatal);
+  }
+
+  /** Context window in tokens: the option, else the provider's model table (manual §14.1). */
+  #window(): number {
+    return this.contextWindow ?? contextWindowFor(this.model);
+  }
+
+  #thresholds(): ReturnType<typeof thresholds> {
+    return thresholds(this.#window(), this.thresholdPct, this.softThresholdPct, this.capTokens);
+  }
+
+  async #count(tools: ToolSchema[]): Promise<{ tokens: number; estimated: boolean }> {
+    const count = await loadTokenCounter();
+    const r = contextTokens(this.#messages, tools, this.#compaction, count);
+    this.#compaction.lastEstimatedTokens = r.tokens;
+    this.#compaction.estimated = r.estimated;
+    return r;
+  }
+
+  /**
+   * Before a model request: the soft pass at the soft threshold, a summary at the hard one
+   * (manual §14.1). Ends the turn with the typed overflow error after
+   * `MAX_STALLED_COMPACTIONS` consecutive compactions that did not shrink the context.
+   */
+  async #maybeCompact(scope: TurnScope, tools: ToolSchema[]): Promise<void> {
+    const t = this.#thresholds();
+    let { tokens, estimated } = await this.#count(tools);
+    if (tokens < t.soft) return;
+    const elide = envString("COMPACTION_ELIDE") !== "0";
+    const dedup = envString("COMPACTION_DEDUP") !== "0";
+    if (elide || dedup) {
+      const count = await loadTokenCounter();
+      const protectFrom = recentStart(this.#messages, t.hard * KEEP_RECENT_RATIO, count);
+      const soft = softCompact(this.#messages, { elide, dedup, protectFrom });
+      if (soft) {
+        const before = this.#messages.length;
+        await scope.emit(EventType.COMPACTING, {
+          trigger: "threshold",
+          level: "soft",
+          tokens,
+          estimated,
+          contextWindow: t.contextWindow,
+          thresholdPct: this.thresholdPct * this.softThresholdPct,
+          thresholdTokens: t.soft,
+          outboundMessages: before,
+        });
+        this.#replaceHistory(soft.messages);
+        const after = await this.#count(tools);
+        this.#compaction.count++;
+        this.#compaction.lastCompactedAt = new Date().toISOString();
+        this.#compaction.lastMethod = "trimmed";
+        await scope.emit(EventType.COMPACTED, {
+          reqId: scope.reqId,
+          method: "trimmed",
+          level: "soft",
+          messagesBefore: before,
+          messagesAfter: this.#messages.length,
+          elided: soft.elided,
+          deduped: soft.deduped,
+          tokensBefore: tokens,
+          tokensAfter: after.tokens,
+        });
+        ({ tokens, estimated } = after);
+      }
+    }
+    if (tokens < t.hard) {
+      this.#compaction.stalled = 0;
+      return;
+    }
+    const r = await this.#compact(scope, tools, "threshold", { tokens, estimated });
+    if (r.shrank && r.after < t.hard) {
+      this.#compaction.stalled = 0;
+      return;
+    }
+    this.#compaction.stalled++;
+    if (this.#compaction.stalled >= MAX_STALLED_COMPACTIONS) {
+      this.#compaction.stalled = 0;
+      throw overflowError(
+        `${MAX_STALLED_COMPACTIONS} compactions in a row left it at or above the threshold ` +
+          `(${r.after} tokens, threshold ${t.hard}, window ${t.contextWindow})`,
+      );
+    }
+  }
+
+  /** Replaces the live history array's content (hosts may hold the array). */
+  #replaceHistory(messages: Message[]): void {
+    this.#messages.splice(0, this.#messages.length, ...messages);
+    this.#compaction.usageTokens = null;
+    this.#compaction.usageMessageCount = null;
+  }
+
+  /**
+   * A hard compaction (manual §14.1 step 2/3): a summary of the older part by the model, capped at
+   * `SUMMARY_MAX_TOKENS`, or a plain trim when the model gives none; emits `compacting` and
+   * `compacted`.
+   *
+   * @returns Tokens before and after, and whether it shrank the context by `MIN_SHRINK_RATIO`.
+   */
+  async #compact(
+    scope: TurnScope,
+    tools: ToolSchema[],
+    trigger: "threshold" | "overflow",
+    known?: { tokens: number; estimated: boolean },
+  ): Promise<{ before: number; after: number; shrank: boolean }> {
+    const t = this.#thresholds();
+    const { tokens: before, estimated } = known ?? await this.#count(tools);
+    const count = await loadTokenCounter();
+    const messagesBefore = this.#messages.length;
+    await scope.emit(EventType.COMPACTING, {
+      trigger,
+      level: "hard",
+      tokens: before,
+      estimated,
+      contextWindow: t.contextWindow,
+      thresholdPct: this.thresholdPct,
+      thresholdTokens: t.hard,
+      outboundMessages: messagesBefore,
+    });
+    const plan = this.#messages[0]?.role === "system" ? planSplit(this.#messages, count) : null;
+    if (!plan) {
+      await scope.emit(EventType.COMPACTED, {
+        reqId: scope.reqId,
+        method: "none",
+        level: "hard",
+        messagesBefore,
+        messagesAfter: messagesBefore,
+        tokensBefore: before,
+        tokensAfter: before,
+        reason: "nothing older than the current message can be summarised",
+      });
+      return { before, after: before, shrank: false };
+    }
+    const model = envString("COMPACTION_MODEL") || this.model;
+    const summary = await this.#summarize(scope, plan.head, model, count);
+    this.#replaceHistory(compactedHistory(this.#messages[0], plan, summary));
+    const after = (await this.#count(tools)).tokens;
+    const method = summary !== null ? "summarized" : "trimmed";
+    const c = this.#compaction;
+    c.count++;
+    if (summary !== null) c.summaries++;
+    c.lastCompactedAt = new Date().toISOString();
+    c.lastMethod = method;
+    await scope.emit(EventType.COMPACTED, {
+      reqId: scope.reqId,
+      method,
+      level: "hard",
+      messagesBefore,
+      messagesAfter: this.#messages.length,
+      boundaryIndex: plan.boundaryIndex,
+      ...(summary !== null ? { model } : {}),
+      summaryPreview: (summary ?? "").slice(0, PREVIEW_CHARS),
+      summary: summary ?? "",
+      keptUserMessages: plan.keptUsers.length,
+      droppedUserMessages: plan.droppedUserMessages,
+      tokensBefore: before,
+      tokensAfter: after,
+    });
+    return { before, after, shrank: after <= before * (1 - MIN_SHRINK_RATIO) };
+  }
+
+  /** The summary of `head` by the model (`provider.chat`), or null when it gives none. */
+  async #summarize(
+    scope: TurnScope,
+    head: Message[],
+    model: string,
+    count: TextTokenCounter,
+  ): Promise<string | null> {
+    const window = this.#window();
+    const promptTokens = count(summaryPrompt(this.lang)) + 64;
+    const budget = Math.max(1000, window - SUMMARY_MAX_TOKENS - promptTokens);
+    // About 3 characters a token keeps the transcript inside the budget for most text.
+    const transcript = renderTranscript(head, Math.floor(budget * 0.8) * 3);
+    const messages: Message[] = [
+      { role: "system", content: summaryPrompt(this.lang) },
+      { role: "user", content: `Conversation to summarise:\n\n${transcript}` },
+    ];
+    const effortEnv = envString("COMPACTION_REASONING_EFFORT") ?? "low";
+    const effort = (COMPACTION_EFFORTS as readonly string[]).includes(effortEnv)
+      ? effortEnv as "low" | "medium" | "high"
+      : "low";
+    const reqId = newId("req");
+    const logTime = new Date().toISOString();
+    await scope.emit(EventType.LLM_REQUEST, {
+      reqId,
+      logTime,
+      model,
+      msgCount: messages.length,
+      toolCount: 0,
+      compact: true,
+    });
+    try {
+      const out = await raceAbort(
+        this.provider.chat(model, messages, {}, {
+          reqId,
+          logTime,
+          signal: scope.signal,
+          reasoningEffort: effort,
+        }, { maxTokens: SUMMARY_MAX_TOKENS }),
+        scope.signal,
+      );
+      const text = (out ?? "").replace(/<think>[\s\S]*?<\/think>/g, "").trim();
+      if (!text) return null;
+      return capTokensOf(text, SUMMARY_MAX_TOKENS, count);
+    } catch (err) {
+      if (scope.signal.aborted || isAbortError(err)) throw new TurnAbort("interrupted");
+      return null;
+    }
+  }
+
+  /** True when the history ends in a turn that was cut short (see {@link TurnEngine.resume}). */
+  #canResume(): boolean {
+    if (this.#pendingCalls().length > 0) return true;
+    const last = this.#messages.at(-1);
+    if (!last || last.turnEnd) return false;
+    return last.role === "tool" || (last.role === "user" && !last.compactionSummary);
+  }
+
+  /** Replaces inline attachment bytes in the history by references, in place (manual §13.2). */
+  #stripHistory(): void {
+    const stripped = stripAttachments(this.#messages);
+    stripped.forEach((m, i) => {
+      if (m !== this.#messages[i]) this.#messages[i] = m;
+    });
   }
 
   async #emitError(scope: TurnScope, err: unknown): Promise<void> {
@@ -627,15 +998,22 @@ export class TurnEngine {
       await this.#injectSteering(scope);
       const calls = await this.#callModel(scope, this.registry.schemas(), false);
       if (calls.length > 0) await this.#runTools(scope, calls);
+      this.#flushToolAttachments(); // tool suite B: media for the next request
       await scope.emit(EventType.ITERATION_END, { iteration: scope.iteration });
-      if (calls.length === 0) return "completed";
+      // A steering message queued while the model answered: the turn goes on (manual §12.5).
+      if (calls.length === 0 && this.#steering.length === 0) return "completed";
     }
   }
 
   async #injectSteering(scope: TurnScope): Promise<void> {
     while (this.#steering.length > 0) {
       const item = this.#steering.shift()!;
-      const msg: Message = { role: "user", content: item.text };
+      const msg: Message = {
+        role: "user",
+        content: item.attachments?.length
+          ? attachmentParts(item.text, item.attachments, item.refs)
+          : item.text,
+      };
       if (item.refs?.length) msg.attachments = item.refs;
       this.#messages.push(msg);
       await scope.emit(EventType.QUEUE_STEERING, {
@@ -645,8 +1023,40 @@ export class TurnEngine {
     }
   }
 
-  /** One model request with transient-network retries; appends the assistant message. */
+  /**
+   * One model request: compaction first when the context is over a threshold (manual §14), then
+   * the request with transient-network retries; on a context-overflow error from the provider,
+   * one forced compaction and one more request (manual §9.4). Appends the assistant message.
+   */
   async #callModel(scope: TurnScope, tools: ToolSchema[], finalize: boolean): Promise<ToolCall[]> {
+    await this.#maybeCompact(scope, tools);
+    for (let overflowRetry = false;; overflowRetry = true) {
+      try {
+        return await this.#request(scope, tools, finalize);
+      } catch (err) {
+        const pe = err instanceof ProviderError ? err : undefined;
+        if (!pe?.contextOverflow || scope.signal.aborted || pe.code === "context_overflow") {
+          throw err;
+        }
+        if (overflowRetry) {
+          throw overflowError(
+            "the model still reported an overflow after the context was compacted",
+            err,
+          );
+        }
+        const r = await this.#compact(scope, tools, "overflow");
+        if (!r.shrank) {
+          throw overflowError(
+            `compaction could not shrink it (${r.before} → ${r.after} tokens, window ${this.#window()})`,
+            err,
+          );
+        }
+      }
+    }
+  }
+
+  /** One model request with transient-network retries; appends the assistant message. */
+  async #request(scope: TurnScope, tools: ToolSchema[], finalize: boolean): Promise<ToolCall[]> {
     scope.reqId = newId("req");
     scope.logTime = new Date().toISOString();
     const { reqId, logTime, signal } = scope;
@@ -727,16 +1137,30 @@ export class TurnEngine {
         throw err;
       }
       if (finalize) toolCalls = null;
-      const calls = (toolCalls ?? []).map((c) => ({
-        id: c.id || newId("call"),
-        type: "function" as const,
-        function: { name: c.function.name, arguments: c.function.arguments || "{}" },
-      }));
+      // Ids must be unique within a reply: each result is matched to its call by id.
+      const usedIds = new Set<string>();
+      const calls = (toolCalls ?? []).map((c) => {
+        let id = c.id || newId("call");
+        if (usedIds.has(id)) id = `${id}_${usedIds.size + 1}`;
+        usedIds.add(id);
+        return {
+          id,
+          type: "function" as const,
+          function: { name: c.function.name, arguments: c.function.arguments || "{}" },
+        };
+      });
       const message: Message = { role: "assistant", content: text === "" ? null : text };
       if (calls.length) message.tool_calls = calls;
       if (reasoning) message.reasoning_content = reasoning;
       this.#messages.push(message);
-      if (usage) this.#compaction.lastInputTokens = usage.inputTokens;
+      if (usage) {
+        const c = this.#compaction;
+        c.lastInputTokens = usage.inputTokens;
+        if (!finalize) {
+          c.usageTokens = usage.inputTokens + usage.outputTokens - (usage.reasoningTokens ?? 0);
+          c.usageMessageCount = this.#messages.length;
+        }
+      }
       await scope.emit(EventType.ASSISTANT_MESSAGE, {
         text,
         reasoning,
@@ -750,6 +1174,32 @@ export class TurnEngine {
       return calls;
     }
   }
+
+  // --- tool suite part B (issue 4) ---
+  /**
+   * Appends media queued by tools (the `media` tool) as one `user` message after the tool
+   * results, so the next request shows them to the model. The message carries `attachments`
+   * refs (`{name, mimeType, size, path}`) so later requests can strip the bytes.
+   */
+  #flushToolAttachments(): void {
+    const queued = this.#toolAttachments.splice(0);
+    if (queued.length === 0) return;
+    const list = queued.map((a) => `${a.name} (${a.mimeType}, ${a.size} bytes, from ${a.path})`);
+    this.#messages.push({
+      role: "user",
+      content: [
+        { type: "text", text: `[media] Attached by the media tool: ${list.join("; ")}` },
+        ...queued.map((a) => a.part as unknown as ContentPart),
+      ],
+      attachments: queued.map((a) => ({
+        name: a.name,
+        mimeType: a.mimeType,
+        size: a.size,
+        path: a.path,
+      })),
+    });
+  }
+  // --- end tool suite part B ---
 
   /** Tool calls of the last assistant message that have no result yet. */
   #pendingCalls(): ToolCall[] {
@@ -767,7 +1217,7 @@ export class TurnEngine {
   }
 
   /** Gives every unanswered call of the last assistant message a result: no orphans. */
-  #closeOpenCalls(why: "interrupted" | "not_run"): void {
+  #closeOpenCalls(why: "interrupted" | "not_run" | "superseded"): void {
     for (const call of this.#pendingCalls()) {
       this.#messages.push({
         role: "tool",
@@ -776,6 +1226,9 @@ export class TurnEngine {
         content: JSON.stringify({
           error: why === "interrupted"
             ? "The tool call was interrupted by the user before it finished."
+            : why === "superseded"
+            ? "The tool call was not run: the session stopped before it ran, and the user has " +
+              "sent a new message since."
             : "The tool call was not run because the turn ended with an error.",
           error_type: why,
         }),
@@ -784,6 +1237,8 @@ export class TurnEngine {
   }
 
   async #runTools(scope: TurnScope, calls: ToolCall[]): Promise<void> {
+    // Hooks' turn-start work that must precede tools (VcsHook's snapshot; _hook_barrier.ts).
+    await raceAbort(hookBarrier(this.hook), scope.signal);
     const prepared: PreparedCall[] = calls.map((call) => {
       const name = call.function.name;
       let args: Record<string, unknown> = {};
@@ -846,7 +1301,10 @@ export class TurnEngine {
         "unknown_tool",
       );
     } else {
-      const decision = p.decision!;
+      // Decide again right before running: an earlier call of the same reply may have changed
+      // the world (a symlink made by run_shell) or the session allowlists ("always this tool").
+      const decision = this.permissions.evaluate(p.name, p.args, p.spec.metadata);
+      p.decision = decision;
       let allowed = decision.allowed && !decision.needsUser;
       let denyReason = decision.reason;
       if (decision.needsUser) {
@@ -954,6 +1412,11 @@ export class TurnEngine {
         void scope.emit(type as EventType, data);
       },
       questionHandler: this.#questionHandler,
+      // --- tool suite part B (issue 4) ---
+      planHandler: this.#planHandler,
+      directoryHandler: this.#directoryHandler,
+      attachments: this.#toolAttachments,
+      // --- end tool suite part B ---
     };
     let value: unknown;
     try {

@@ -1,7 +1,8 @@
 /**
  * Permissions (manual §8): run modes, the {@link PermissionEngine} that decides each tool call,
- * approval types, shell command analysis for the allowlist, and the path guard tools use to stay
- * inside the workspace.
+ * approval types, shell command analysis for the allowlist, the path guard tools use to stay
+ * inside the workspace, the OS sandbox for shell commands (bubblewrap, sandbox-exec) and the
+ * Deno permission layer (isolated file tools).
  *
  * @example Evaluate a shell command
  * ```ts
@@ -30,6 +31,19 @@
  * if (!isInside("/srv/ws", target)) throw new Error("Cannot write notes.md: outside the workspace");
  * ```
  *
+ * @example Run a command in the OS sandbox (manual §8.4)
+ * ```ts
+ * import { describeSandbox, resolveSandbox, wrapWithSandbox } from "@zqagent/core/permissions";
+ * const status = resolveSandbox({ mode: "auto" }, { workspace: "/srv/ws" });
+ * console.log(describeSandbox(status));
+ * const run = wrapWithSandbox(status, {
+ *   program: "/bin/bash",
+ *   args: ["-c", "make test"],
+ *   cwd: "/srv/ws",
+ *   env: { PATH: "/usr/bin:/bin" },
+ * }, { workspace: "/srv/ws" });
+ * ```
+ *
  * @module
  */
 export {
@@ -55,6 +69,29 @@ export {
   isCommandAllowed,
   type SimpleCommand,
 } from "./command.ts";
+export {
+  buildBwrapArgs,
+  buildMacProfile,
+  type BwrapArgsOptions,
+  describeSandbox,
+  type MacProfile,
+  type MacProfileOptions,
+  type ProtectedPaths,
+  resolveSandbox,
+  type ResolveSandboxContext,
+  type SandboxCommand,
+  type SandboxMode,
+  type SandboxOptions,
+  sandboxProtectedPaths,
+  SandboxUnavailableError,
+  type WrapOptions,
+  wrapWithSandbox,
+} from "./sandbox.ts";
+export {
+  type FileToolIsolation,
+  isolateFileTools,
+  type IsolateFileToolsOptions,
+} from "./isolated_file_tools.ts";
 export {
   checkPath,
   expandHome,

@@ -16,6 +16,7 @@
 import { lstatSync, readlinkSync } from "node:fs";
 import { homedir } from "node:os";
 import path from "node:path";
+import { mayRead } from "../_internal/deno_permissions.ts";
 
 /** Symlinks followed per resolution before giving up (the Linux kernel's limit is 40). */
 const MAX_SYMLINKS = 40;
@@ -75,6 +76,8 @@ function walk(start: string, rest: string[], budget: { links: number }, original
     const next = path.join(cur, seg);
     let isLink = false;
     try {
+      // Never touch a path the runtime may not read: under Deno that would prompt (DESIGN §5).
+      if (!mayRead(next)) throw new Error("not readable");
       isLink = lstatSync(next).isSymbolicLink();
     } catch {
       // Missing (or unreadable) segment: kept as written; later segments may exist again only

@@ -8,6 +8,9 @@ import { RiskClass, type ToolMetadata } from "../tools/mod.ts";
 import { analyzeCommand, argvMatchesAllowlist, parseAllowlist, plainArgv } from "./command.ts";
 import { type Decision, Mode } from "./mode.ts";
 import { checkPath, resolveRoot, resolveWorkspacePath } from "./path_guard.ts";
+import { missingRuntimeGrant, runtimeChecksActive } from "./_runtime_grants.ts";
+import type { SandboxStatus } from "./sandbox.ts";
+export type { SandboxStatus } from "./sandbox.ts";
 
 /**
  * When `run_shell` may skip approval (manual §8.4):
@@ -22,18 +25,6 @@ export type ShellPolicy = "approve" | "sandbox" | "workspace" | "all";
 
 /** The shell policies, for validation. */
 const SHELL_POLICIES: readonly ShellPolicy[] = ["approve", "sandbox", "workspace", "all"];
-
-/** What OS sandbox shell commands run in (manual §8.4; built by the sandbox module). */
-export interface SandboxStatus {
-  /** The configured mode: `"auto"` (use one when available), `"off"`, `"required"`. */
-  mode: "auto" | "off" | "required";
-  /** The sandbox in use: bubblewrap (Linux), `sandbox-exec` (macOS), or none. */
-  kind: "bwrap" | "sandbox-exec" | "none";
-  /** True only when commands really run confined (writes limited to the workspace). */
-  enforced: boolean;
-  /** Why it is or is not enforced, for people. */
-  reason?: string;
-}
 
 /** A directory outside the workspace that a person granted (through `request_directory`). */
 export interface GrantedDirectory {
@@ -66,6 +57,13 @@ export interface PermissionEngineOptions {
   sandbox?: SandboxStatus;
   /** Directories granted up front (as {@link PermissionEngine.grantDirectory} does). Default none. */
   grantedDirectories?: GrantedDirectory[];
+  /**
+   * Deno permission layer (DESIGN §5): refuse a call that would need a runtime grant the
+   * process lacks (`--allow-read=…`, `--allow-run=…`), naming the flag, instead of letting it
+   * fail or prompt. Only acts under a permission model (Deno, Node `--permission`).
+   * Default `true`.
+   */
+  checkRuntimeGrants?: boolean;
 }
 
 /** Options of {@link PermissionEngine.grantDirectory}. */
@@ -113,6 +111,10 @@ const NO_SANDBOX: SandboxStatus = {
  * `requiresApproval` is false. An unknown tool (`metadata` null) always needs a person (and is
  * refused in read-only modes). A `cwd` argument outside the workspace stops steps 5–7.
  *
+ * Under a runtime permission model (Deno; DESIGN §5) a call that steps 1–8 would allow or ask
+ * about is refused when it needs a grant the process lacks; the reason names the flag
+ * (`--allow-read=…`), and the runtime is never left to prompt.
+ *
  * @example Evaluate a shell command
  * ```ts
  * import { Mode, PermissionEngine } from "@zqagent/core/permissions";
@@ -143,6 +145,7 @@ export class PermissionEngine {
   #sessionTools = new Set<string>();
   #sessionCommands = new Set<string>();
   #granted = new Map<string, boolean>();
+  #checkRuntime: boolean;
 
   /**
    * Creates an engine for one session.
@@ -165,6 +168,7 @@ export class PermissionEngine {
     }
     this.#shellPolicy = policy;
     this.#sandbox = { ...(options.sandbox ?? NO_SANDBOX) };
+    this.#checkRuntime = (options.checkRuntimeGrants ?? true) && runtimeChecksActive();
     this.#allowedCommands = [...(options.allowedCommands ?? [])];
     this.#allowlist = parseAllowlist(this.#allowedCommands);
     for (const dir of options.grantedDirectories ?? []) {
@@ -272,6 +276,27 @@ export class PermissionEngine {
    *   refused.
    */
   evaluate(
+    toolName: string,
+    args: Record<string, unknown>,
+    metadata: ToolMetadata | null,
+  ): Decision {
+    const decision = this.#decide(toolName, args, metadata);
+    if (!this.#checkRuntime || (!decision.allowed && !decision.needsUser)) return decision;
+    // Deno permission layer: a grant the process lacks ends the call as denied, never a prompt.
+    const missing = missingRuntimeGrant(
+      toolName,
+      args && typeof args === "object" ? args : {},
+      metadata,
+      {
+        workspace: this.#workspaceRoot,
+        sandbox: this.#sandbox,
+      },
+    );
+    return missing ? deny(missing.reason) : decision;
+  }
+
+  /** Steps 1–8 of {@link PermissionEngine.evaluate}. */
+  #decide(
     toolName: string,
     args: Record<string, unknown>,
     metadata: ToolMetadata | null,

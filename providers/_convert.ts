@@ -24,7 +24,9 @@ function inputParts(content: Message["content"]): string | Record<string, unknow
   return content.map((p) =>
     p.type === "image_url"
       ? { type: "input_image", image_url: p.image_url.url, detail: p.image_url.detail ?? "auto" }
-      : { type: "input_text", text: p.text }
+      : p.type === "text"
+      ? { type: "input_text", text: p.text }
+      : { ...p } // audio / video parts (media tool) go as they are
   );
 }
 

@@ -2,9 +2,24 @@
  * Model providers: the {@link ProviderClient} contract the engine streams through, and
  * `OpenAIProvider` for any OpenAI-compatible endpoint (manual §10).
  *
+ * @example Stream one answer from an OpenAI-compatible endpoint
+ * ```ts
+ * import { OpenAIProvider } from "@zqagent/core/providers";
+ *
+ * const provider = new OpenAIProvider({ apiKey: "sk-…", baseURL: "https://api.example.com/v1" });
+ * const stream = await provider.stream(
+ *   "gpt-4o-mini",
+ *   [{ role: "user", content: "Say hi" }],
+ *   [],
+ *   { reqId: "r1", logTime: new Date().toISOString() },
+ * );
+ * for await (const chunk of stream) if (chunk.content) console.log(chunk.content);
+ * ```
+ *
  * @module
  */
 export type {
+  AudioContentPart,
   ContentPart,
   ImageContentPart,
   Message,
@@ -16,6 +31,7 @@ export type {
   TokenUsage,
   ToolCall,
   ToolSchema,
+  VideoContentPart,
 } from "./types.ts";
 export { ProviderError, type ProviderErrorOptions } from "./errors.ts";
 export { abortError, isAbortError, isContextOverflowMessage, toProviderError } from "./errors.ts";

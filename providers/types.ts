@@ -87,8 +87,24 @@ export interface ImageContentPart {
   image_url: { url: string; detail?: "auto" | "low" | "high" };
 }
 
+/** An audio part (Chat Completions `input_audio`: base64 data and its format, e.g. `"mp3"`). */
+export interface AudioContentPart {
+  /** Part kind. */
+  type: "input_audio";
+  /** Base64 audio bytes and the format name. */
+  input_audio: { data: string; format: string };
+}
+
+/** A video part (`video_url`, as Qwen-VL / vLLM-style OpenAI-compatible servers take it). */
+export interface VideoContentPart {
+  /** Part kind. */
+  type: "video_url";
+  /** The video location (may be a `data:` URL). */
+  video_url: { url: string };
+}
+
 /** A part of a multi-part message. */
-export type ContentPart = TextContentPart | ImageContentPart;
+export type ContentPart = TextContentPart | ImageContentPart | AudioContentPart | VideoContentPart;
 
 /** One message of a conversation, in Chat Completions shape. */
 export interface Message {

@@ -1,5 +1,5 @@
 // The manual's samples owned by the engine foundation (DESIGN §7: §4, §6.1–6.3, §7.2, §7.3,
-// §8.5, §10, §12.1–12.2) run as written, as modules under Deno, against a local
+// §8.5, §10, §12.1–12.2) run as written, as modules under Deno (and Node 22), against a local
 // MockOpenAIServer, each in a fresh temporary workspace.
 import { afterEach, test } from "node:test";
 import assert from "node:assert/strict";
@@ -14,7 +14,11 @@ afterEach(async () => {
 });
 
 const isDeno = typeof (globalThis as { Deno?: unknown }).Deno !== "undefined";
-const skip = isDeno ? false : "the samples are run as modules by the Deno binary";
+// Under Node (npm/ci.ts: --experimental-transform-types) a sample runs with this process's flags.
+const nodeFlags = process.execArgv.filter((a) => /^--(experimental|no-warnings)/.test(a));
+const skip = isDeno || nodeFlags.some((a) => a.includes("transform-types"))
+  ? false
+  : "the samples are TypeScript modules: run with Deno or node --experimental-transform-types";
 
 async function runSample(
   file: string,
@@ -28,7 +32,8 @@ async function runSample(
   cleanups.push(() => server.close());
   const path = new URL(`./manual/${file}`, import.meta.url).pathname;
   return await new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["run", "-A", path], {
+    const args = isDeno ? ["run", "-A", path] : [...nodeFlags, path];
+    const child = spawn(process.execPath, args, {
       cwd: ws,
       env: {
         ...process.env,

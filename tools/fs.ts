@@ -5,7 +5,9 @@
  * decides what is allowed, so these tools do not re-check it. Writes are atomic (temp file +
  * rename) and keep a file's UTF-8 BOM and CRLF line endings. `replace_in_file` follows the
  * research notes on edit tools (exact match first; a tolerant match only when it is unique;
- * ambiguity fails; the result names the strategy that matched).
+ * ambiguity fails; the result names the strategy that matched). A {@link ConflictGuard} remembers
+ * what `read_file` saw, and `write_file`/`replace_in_file` refuse to overwrite a file that
+ * changed on disk since (another engine or the user edited it).
  *
  * Built on `node:fs` only: the jobs here are small enough that a library would not pay for itself.
  *
@@ -23,6 +25,7 @@ import type { Stats } from "node:fs";
 import { mkdir, open, readdir, readFile, realpath, stat } from "node:fs/promises";
 import path from "node:path";
 import { RiskClass, type ToolMetadata, type ToolRegistry } from "./registry.ts";
+import { ConflictGuard } from "./conflict_guard.ts";
 import {
   boolArg,
   clipChars,
@@ -43,6 +46,12 @@ export interface FileToolsOptions {
   maxReadChars?: number;
   /** Largest file `replace_in_file` edits, in bytes (default 10 MiB). */
   maxEditBytes?: number;
+  /**
+   * Remembers what `read_file` saw so `write_file` and `replace_in_file` refuse to overwrite a
+   * file someone else changed since (manual §6.1 step 3). Pass the engine's guard so the patch
+   * tools share it; default: a new guard for these tools only.
+   */
+  conflictGuard?: ConflictGuard;
 }
 
 const MIB = 1024 * 1024;
@@ -106,7 +115,7 @@ async function readTextForEdit(
   shown: string,
   maxBytes: number,
   tool: string,
-): Promise<string> {
+): Promise<{ text: string; bytes: Uint8Array }> {
   const st = await statOrNull(abs);
   if (!st) throw new Error(`Cannot run ${tool} on ${shown}: no such file`);
   if (st.isDirectory()) throw new Error(`Cannot run ${tool} on ${shown}: it is a directory`);
@@ -119,7 +128,7 @@ async function readTextForEdit(
   }
   const bytes = await readFile(abs);
   if (looksBinary(bytes)) throw new Error(`Cannot run ${tool} on ${shown}: it is a binary file`);
-  return new TextDecoder("utf-8", { ignoreBOM: true }).decode(bytes);
+  return { text: new TextDecoder("utf-8", { ignoreBOM: true }).decode(bytes), bytes };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -129,6 +138,7 @@ async function readFileTool(
   workspace: string,
   args: Record<string, unknown>,
   options: FileToolsOptions,
+  guard: ConflictGuard,
 ): Promise<string> {
   const abs = resolveToolPath(workspace, stringArg(args, "path", "read_file"));
   const shown = displayPath(workspace, abs);
@@ -158,7 +168,9 @@ async function readFileTool(
   } finally {
     await fh.close();
   }
-  let text = new TextDecoder().decode(await readFile(abs));
+  const bytes = await readFile(abs);
+  guard.noteRead(abs, bytes);
+  let text = new TextDecoder().decode(bytes);
   if (text.startsWith(BOM)) text = text.slice(1);
   if (text === "") return `(${shown} is empty)`;
 
@@ -253,7 +265,11 @@ async function listFilesTool(workspace: string, args: Record<string, unknown>): 
 // ---------------------------------------------------------------------------------------------
 // write_file
 
-async function writeFileTool(workspace: string, args: Record<string, unknown>): Promise<string> {
+async function writeFileTool(
+  workspace: string,
+  args: Record<string, unknown>,
+  guard: ConflictGuard,
+): Promise<string> {
   let abs = resolveToolPath(workspace, stringArg(args, "path", "write_file"));
   const shown = displayPath(workspace, abs);
   let content = stringArg(args, "content", "write_file");
@@ -265,6 +281,7 @@ async function writeFileTool(workspace: string, args: Record<string, unknown>): 
     abs = await realpath(abs); // write through a symlink, never replace it
     mode = st.mode;
     const old = await readFile(abs);
+    guard.check(abs, old, { shown });
     if (!looksBinary(old)) {
       const oldText = new TextDecoder("utf-8", { ignoreBOM: true }).decode(old);
       if (oldText.startsWith(BOM) && !content.startsWith(BOM)) {
@@ -281,6 +298,7 @@ async function writeFileTool(workspace: string, args: Record<string, unknown>): 
   }
   const bytes = new TextEncoder().encode(content);
   await writeFileAtomic(abs, bytes, mode);
+  guard.noteWrite(abs, bytes);
   const lines = content === "" ? 0 : content.split("\n").length - (content.endsWith("\n") ? 1 : 0);
   return `${st ? "Replaced" : "Created"} ${shown} (${bytes.byteLength} bytes, ${lines} lines${
     notes.length ? `; ${notes.join(", ")}` : ""
@@ -334,6 +352,7 @@ async function replaceInFileTool(
   workspace: string,
   args: Record<string, unknown>,
   options: FileToolsOptions,
+  guard: ConflictGuard,
 ): Promise<string> {
   const tool = "replace_in_file";
   let abs = resolveToolPath(workspace, stringArg(args, "path", tool));
@@ -344,8 +363,14 @@ async function replaceInFileTool(
   if (oldText === "") throw new Error(`Cannot edit ${shown}: old_text is empty`);
   if (oldText === newText) throw new Error(`Cannot edit ${shown}: old_text and new_text are equal`);
 
-  const raw = await readTextForEdit(abs, shown, options.maxEditBytes ?? 10 * MIB, tool);
+  const { text: raw, bytes: before } = await readTextForEdit(
+    abs,
+    shown,
+    options.maxEditBytes ?? 10 * MIB,
+    tool,
+  );
   abs = await realpath(abs);
+  guard.check(abs, before, { shown, action: "edit" });
   const mode = (await stat(abs)).mode;
   const hasBom = raw.startsWith(BOM);
   const body = hasBom ? raw.slice(1) : raw;
@@ -424,7 +449,9 @@ async function replaceInFileTool(
         `whitespace-tolerant matching); read the file again and copy the text exactly`,
     );
   }
-  await writeFileAtomic(abs, (hasBom ? BOM : "") + result, mode);
+  const written = new TextEncoder().encode((hasBom ? BOM : "") + result);
+  await writeFileAtomic(abs, written, mode);
+  guard.noteWrite(abs, written);
   const plural = count === 1 ? "occurrence" : "occurrences";
   const extra = strategy === "exact"
     ? ""
@@ -441,9 +468,10 @@ function registerReadTools(
   registry: ToolRegistry,
   workspace: string,
   options: FileToolsOptions,
+  guard: ConflictGuard,
 ): void {
   registry.register(
-    (args) => readFileTool(workspace, args, options),
+    (args) => readFileTool(workspace, args, options, guard),
     READ_META,
     {
       type: "function",
@@ -505,10 +533,11 @@ export function registerFileTools(
   options: FileToolsOptions = {},
 ): void {
   const root = path.resolve(workspace);
-  registerReadTools(registry, root, options);
+  const guard = options.conflictGuard ?? new ConflictGuard();
+  registerReadTools(registry, root, options, guard);
   if (options.readOnly) return;
   registry.register(
-    (args) => writeFileTool(root, args),
+    (args) => writeFileTool(root, args, guard),
     WRITE_META,
     {
       type: "function",
@@ -528,7 +557,7 @@ export function registerFileTools(
     },
   );
   registry.register(
-    (args) => replaceInFileTool(root, args, options),
+    (args) => replaceInFileTool(root, args, options, guard),
     { ...WRITE_META, capabilities: ["edit_files"] },
     {
       type: "function",

@@ -58,6 +58,70 @@ export interface QuestionContext {
   signal?: AbortSignal;
 }
 
+// --- tool suite part B (issue 4): plan / directory handlers and queued media ---
+
+/** How a person answered a proposed plan (`propose_plan`). */
+export interface PlanDecision {
+  /** True when the plan may be carried out. */
+  approved: boolean;
+  /** Comments or requested changes, passed to the model. */
+  feedback?: string;
+}
+
+/**
+ * Shows a plan (Markdown) to a person and resolves with their decision; `true`/`false` is short
+ * for `{approved}`. `context` is the same as `ask_user`'s ({@link QuestionContext}).
+ */
+export type PlanHandler = (
+  plan: string,
+  context?: QuestionContext,
+) => Promise<PlanDecision | boolean>;
+
+/** What `request_directory` asks a person for. */
+export interface DirectoryRequest {
+  /** The directory, resolved to an absolute path. */
+  path: string;
+  /** Why the model needs it. */
+  reason: string;
+  /** True when the model wants to write there too. */
+  writable: boolean;
+}
+
+/** How a person answered a directory request. */
+export interface DirectoryDecision {
+  /** True when access is granted. */
+  granted: boolean;
+  /** Grant writes too (default: what was asked); `false` grants read-only access. */
+  writable?: boolean;
+  /** A note passed to the model (e.g. why it was refused). */
+  reason?: string;
+}
+
+/**
+ * Asks a person for access to a directory outside the workspace and resolves with their decision;
+ * `true`/`false` is short for `{granted}`. `context` is the same as `ask_user`'s.
+ */
+export type DirectoryHandler = (
+  request: DirectoryRequest,
+  context?: QuestionContext,
+) => Promise<DirectoryDecision | boolean>;
+
+/** A media file a tool queued for the next model request (the `media` tool, manual §13). */
+export interface ToolAttachment {
+  /** Display name (file name). */
+  name: string;
+  /** MIME type (`image/*`, `audio/*`, `video/*`). */
+  mimeType: string;
+  /** Size in bytes. */
+  size: number;
+  /** Where it came from: a workspace-relative path or a URL. */
+  path: string;
+  /** The content part sent to the model (an `image_url`, `input_audio` or `video_url` part). */
+  part: Record<string, unknown>;
+}
+
+// --- end tool suite part B ---
+
 /** What the engine passes to a tool function as its second argument. */
 export interface ToolContext {
   /** Aborted when the turn is interrupted; long-running tools must honour it. */
@@ -72,6 +136,18 @@ export interface ToolContext {
   emit?: (type: string, data: Record<string, unknown>) => void;
   /** The engine's question handler, when it has its own (overrides the global one). */
   questionHandler?: QuestionHandler;
+  // --- tool suite part B (issue 4) ---
+  /** The engine's plan handler, when it has its own (overrides the global one). */
+  planHandler?: PlanHandler;
+  /** The engine's directory handler, when it has its own (overrides the global one). */
+  directoryHandler?: DirectoryHandler;
+  /**
+   * Media queued for the next model request: the engine appends them as one `user` message after
+   * this iteration's tool results (marked with `attachments` refs). Absent when the engine
+   * cannot attach media.
+   */
+  attachments?: ToolAttachment[];
+  // --- end tool suite part B ---
 }
 
 /** A tool implementation: may return a value or a Promise; throwing yields an error result. */

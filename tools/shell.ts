@@ -43,8 +43,31 @@ export const DEFAULT_SHELL_TIMEOUT_MS = 120_000;
 /** Largest `timeout_ms` `run_shell` accepts, in ms. */
 export const MAX_SHELL_TIMEOUT_MS = 600_000;
 
+/** A program invocation, as {@link CommandWrapper} receives and returns it. */
+export interface WrappableCommand {
+  /** Program to run. */
+  program: string;
+  /** Its arguments. */
+  args: string[];
+  /** Working directory. */
+  cwd: string;
+  /** Full environment. */
+  env: Record<string, string>;
+}
+
+/**
+ * Rewrites a command before it is spawned, e.g. to run it in the OS sandbox (manual §8.4:
+ * `createDefaultEngine` passes one built on `wrapWithSandbox`).
+ */
+export type CommandWrapper = (command: WrappableCommand) => WrappableCommand;
+
 /** Options of {@link registerShellTool}. */
 export interface ShellToolOptions {
+  /**
+   * Wraps every command (foreground and background) before it is spawned, e.g. in the OS
+   * sandbox. Default: none (commands run as they are).
+   */
+  wrapCommand?: CommandWrapper;
   /** Task manager to use (default: a new one, returned by {@link registerShellTool}). */
   manager?: ShellTaskManager;
   /** Default foreground timeout in ms (default 120,000). */
@@ -79,6 +102,8 @@ export interface ShellTaskStart {
   cwd: string;
   /** Full environment. */
   env: Record<string, string>;
+  /** Wraps the command before it is spawned (the OS sandbox). Default: none. */
+  wrapCommand?: CommandWrapper;
 }
 
 /** A snapshot of a background task. */
@@ -170,9 +195,16 @@ export class ShellTaskManager {
       }
       for (const wake of state.waiters) wake();
     };
-    const proc = spawnProcess(start.shell.path, [...start.shell.args, start.command], {
+    const plain = {
+      program: start.shell.path,
+      args: [...start.shell.args, start.command],
       cwd: start.cwd,
       env: start.env,
+    };
+    const run = start.wrapCommand ? start.wrapCommand(plain) : plain;
+    const proc = spawnProcess(run.program, run.args, {
+      cwd: run.cwd,
+      env: run.env,
       maxOutputBytes: 64 * 1024,
       onStdout: (chunk) => append(decoders.out.write(chunk as Uint8Array as Buffer)),
       onStderr: (chunk) => append(decoders.err.write(chunk as Uint8Array as Buffer)),
@@ -379,7 +411,13 @@ export function registerShellTool(
   const maxTimeout = options.maxTimeoutMs ?? MAX_SHELL_TIMEOUT_MS;
   let shell = options.shell;
   const getShell = (): ShellChoice =>
-    shell ??= selectShell(process.platform, process.env, existsSync);
+    shell ??= selectShell(process.platform, envAll(), (file) => {
+      try {
+        return existsSync(file);
+      } catch {
+        return false; // not readable under Deno's permissions: never prompt (issue 8)
+      }
+    });
 
   const runShell = async (args: Record<string, unknown>, ctx?: ToolContext): Promise<string> => {
     const command = stringArg(args, "command", "run_shell");
@@ -388,15 +426,23 @@ export function registerShellTool(
     const env = commandEnv(options.env);
     const chosen = getShell();
     if (boolArg(args, "background", false)) {
-      const info = manager.start({ command, shell: chosen, cwd, env });
+      const info = manager.start({
+        command,
+        shell: chosen,
+        cwd,
+        env,
+        wrapCommand: options.wrapCommand,
+      });
       return `Started background task ${info.id} (pid ${info.pid}). Read its output with ` +
         `shell_task_output {"task_id": "${info.id}"}; stop it with shell_task_kill.`;
     }
     if (ctx?.signal?.aborted) throw abortError("run_shell");
     const timeoutMs = intArg(args, "timeout_ms", defaultTimeout, 1, maxTimeout);
-    const proc = spawnProcess(chosen.path, [...chosen.args, command], {
-      cwd,
-      env,
+    const plain = { program: chosen.path, args: [...chosen.args, command], cwd, env };
+    const run = options.wrapCommand ? options.wrapCommand(plain) : plain;
+    const proc = spawnProcess(run.program, run.args, {
+      cwd: run.cwd,
+      env: run.env,
       timeoutMs,
       signal: ctx?.signal,
       graceMs: options.killGraceMs,
