@@ -26,3 +26,4 @@ export * from "./providers/mod.ts";
 export * from "./permissions/mod.ts";
 export * from "./mcp/mod.ts";
 export * from "./vcs/mod.ts";
+export * from "./store/mod.ts";

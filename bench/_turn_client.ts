@@ -20,7 +20,9 @@ import path from "node:path";
 import process from "node:process";
 import { createInterface } from "node:readline";
 import {
+  callsAt,
   DELTA,
+  deltasAt,
   PROMPT,
   SYSTEM,
   TOOL_DESCRIPTION,
@@ -33,6 +35,8 @@ import {
 /** What one turn of a contender reports. */
 interface TurnStats {
   ms: number;
+  /** CPU time of this process during the turn (user + system), ms. */
+  cpuMs: number;
   firstEventMs: number;
   firstDeltaMs: number;
   deltas: number;
@@ -46,6 +50,7 @@ const API_KEY = "bench-key";
 /** Timing and counting shared by the contenders. */
 class Meter {
   t0 = performance.now();
+  cpu0 = process.cpuUsage();
   firstEvent = -1;
   firstDelta = -1;
   deltas = 0;
@@ -71,6 +76,7 @@ class Meter {
 
   done(w: Workload, model: string): TurnStats {
     const ms = performance.now() - this.t0;
+    const cpu = process.cpuUsage(this.cpu0);
     if (this.deltas !== w.deltas || this.chars !== w.deltas * DELTA.length) {
       throw new Error(
         `Cannot accept the turn of ${model}: saw ${this.deltas} deltas (${this.chars} chars), ` +
@@ -82,6 +88,7 @@ class Meter {
     }
     return {
       ms,
+      cpuMs: (cpu.user + cpu.system) / 1000,
       firstEventMs: this.firstEvent,
       firstDeltaMs: this.firstDelta,
       deltas: this.deltas,
@@ -103,7 +110,10 @@ async function rawSdk(baseURL: string): Promise<TurnFn> {
     const m = new Meter();
     const client = new OpenAI({ apiKey: API_KEY, baseURL, maxRetries: 0 });
     // deno-lint-ignore no-explicit-any
-    const messages: any[] = [{ role: "system", content: SYSTEM }, { role: "user", content: PROMPT }];
+    const messages: any[] = [{ role: "system", content: SYSTEM }, {
+      role: "user",
+      content: PROMPT,
+    }];
     for (let it = 0; it < w.iterations + 1; it++) {
       const stream = await client.chat.completions.create({
         model,
@@ -113,8 +123,11 @@ async function rawSdk(baseURL: string): Promise<TurnFn> {
         stream_options: { include_usage: true },
       });
       let text = "";
-      const calls: { id: string; type: "function"; function: { name: string; arguments: string } }[] =
-        [];
+      const calls: {
+        id: string;
+        type: "function";
+        function: { name: string; arguments: string };
+      }[] = [];
       for await (const chunk of stream) {
         m.event();
         const d = chunk.choices[0]?.delta;
@@ -124,7 +137,11 @@ async function rawSdk(baseURL: string): Promise<TurnFn> {
           m.delta(d.content);
         }
         for (const tc of d.tool_calls ?? []) {
-          const c = calls[tc.index] ??= { id: "", type: "function", function: { name: "", arguments: "" } };
+          const c = calls[tc.index] ??= {
+            id: "",
+            type: "function",
+            function: { name: "", arguments: "" },
+          };
           if (tc.id) c.id = tc.id;
           if (tc.function?.name) c.function.name += tc.function.name;
           if (tc.function?.arguments) c.function.arguments += tc.function.arguments;
@@ -143,6 +160,53 @@ async function rawSdk(baseURL: string): Promise<TurnFn> {
     }
     return m.done(w, model);
   };
+}
+
+/**
+ * Not a contender: the same requests with `fetch`, reading the SSE bodies without parsing them.
+ * Shows how much of a turn is the server and HTTP alone.
+ */
+function wire(baseURL: string): Promise<TurnFn> {
+  return Promise.resolve(async (model) => {
+    const w = workloadOf(model);
+    const m = new Meter();
+    // deno-lint-ignore no-explicit-any
+    const messages: any[] = [{ role: "system", content: SYSTEM }, {
+      role: "user",
+      content: PROMPT,
+    }];
+    for (let k = 0; k < w.iterations; k++) {
+      const res = await fetch(`${baseURL}/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${API_KEY}` },
+        body: JSON.stringify({
+          model,
+          messages,
+          tools: [chatTool],
+          stream: true,
+          stream_options: { include_usage: true },
+        }),
+      });
+      for await (const _ of res.body!) m.event();
+      const n = deltasAt(w, k);
+      for (let i = 0; i < n; i++) m.delta(DELTA);
+      const calls = Array.from({ length: callsAt(w, k) }, (_, i) => ({
+        id: `call_${k}_${i}`,
+        type: "function",
+        function: { name: TOOL_NAME, arguments: JSON.stringify({ i }) },
+      }));
+      messages.push({
+        role: "assistant",
+        content: DELTA.repeat(n),
+        ...(calls.length ? { tool_calls: calls } : {}),
+      });
+      for (const c of calls) {
+        const result = m.tool(JSON.parse(c.function.arguments));
+        messages.push({ role: "tool", tool_call_id: c.id, content: JSON.stringify(result) });
+      }
+    }
+    return m.done(w, model);
+  });
 }
 
 /** This engine: `TurnEngine`, `Mode.AUTO`, only the no-op tool, consuming `run()`. */
@@ -203,7 +267,7 @@ async function vercelAi(baseURL: string): Promise<TurnFn> {
         [TOOL_NAME]: tool({
           description: TOOL_DESCRIPTION,
           inputSchema: jsonSchema<{ i: number }>(TOOL_PARAMETERS as never),
-          execute: async (args: { i: number }) => m.tool(args),
+          execute: (args: { i: number }) => Promise.resolve(m.tool(args)),
         }),
       },
       stopWhen: stepCountIs(w.iterations + 1),
@@ -236,7 +300,7 @@ async function openaiAgents(baseURL: string): Promise<TurnFn> {
         description: TOOL_DESCRIPTION,
         parameters: TOOL_PARAMETERS as never,
         strict: true,
-        execute: async (args: unknown) => m.tool(args as { i: number }),
+        execute: (args: unknown) => Promise.resolve(m.tool(args as { i: number })),
       })],
     });
     const result = await agents.run(agent, PROMPT, { stream: true, maxTurns: w.iterations + 1 });
@@ -254,6 +318,7 @@ async function openaiAgents(baseURL: string): Promise<TurnFn> {
 
 /** The contenders, by the name the orchestrator passes. */
 export const CONTENDERS: Record<string, (baseURL: string) => Promise<TurnFn>> = {
+  "wire": wire,
   "raw-openai": rawSdk,
   "zqagent": engine,
   "vercel-ai": vercelAi,
@@ -278,9 +343,12 @@ if (import.meta.main) {
       } else if (cmd === "conc") {
         const n = Number(args[0]);
         const t0 = performance.now();
+        const cpu0 = process.cpuUsage();
         const all = await Promise.all(Array.from({ length: n }, () => turn(args[1])));
+        const cpu = process.cpuUsage(cpu0);
         answer({
           ms: performance.now() - t0,
+          cpuMs: (cpu.user + cpu.system) / 1000,
           deltas: all.reduce((s, r) => s + r.deltas, 0),
           calls: all.reduce((s, r) => s + r.calls, 0),
         });

@@ -76,27 +76,59 @@ export function deltasAt(w: Workload, k: number): number {
   return base + (k < w.deltas % w.iterations ? 1 : 0);
 }
 
-const deltaCache = new Map<number, string[]>();
+const sseCache = new Map<string, string>();
+
+/**
+ * The SSE body of iteration `k` of `w`, in the Chat Completions streaming format the mock server
+ * itself writes (`chat.completion.chunk` frames, usage frame, `[DONE]`). Rendered once and then
+ * replayed through the server's `rawSse`, so the server sends each answer in one write and the
+ * measurement is bounded by the client, not by the server building 2,000 frames per request.
+ */
+export function sseFor(model: string, k: number): string {
+  const key = `${model}#${k}`;
+  const hit = sseCache.get(key);
+  if (hit !== undefined) return hit;
+  const w = workloadOf(model);
+  const base = { id: `chatcmpl-bench${k}`, object: "chat.completion.chunk", created: 0, model };
+  const frame = (delta: Record<string, unknown>, finish: string | null = null) =>
+    `data: ${
+      JSON.stringify({ ...base, choices: [{ index: 0, delta, finish_reason: finish }] })
+    }\n\n`;
+  const out = [frame({ role: "assistant", content: "" })];
+  const text = frame({ content: DELTA });
+  for (let i = deltasAt(w, k); i > 0; i--) out.push(text);
+  const calls = callsAt(w, k);
+  for (let i = 0; i < calls; i++) {
+    out.push(frame({
+      tool_calls: [{
+        index: i,
+        id: `call_${k}_${i}`,
+        type: "function",
+        function: { name: TOOL_NAME, arguments: "" },
+      }],
+    }));
+    out.push(frame({ tool_calls: [{ index: i, function: { arguments: JSON.stringify({ i }) } }] }));
+  }
+  out.push(frame({}, calls ? "tool_calls" : "stop"));
+  const n = deltasAt(w, k);
+  out.push(`data: ${
+    JSON.stringify({
+      ...base,
+      choices: [],
+      usage: { prompt_tokens: 1000, completion_tokens: n, total_tokens: 1000 + n },
+    })
+  }\n\n`);
+  out.push("data: [DONE]\n\n");
+  const body = out.join("");
+  sseCache.set(key, body);
+  return body;
+}
 
 /** The server's script: the turn for a request, from its model and its history. */
 export function scriptFor(request: RecordedRequest): ScriptedTurn {
   const body = request.body ?? {};
-  const w = workloadOf(String(body.model ?? ""));
+  const model = String(body.model ?? "");
   const messages = Array.isArray(body.messages) ? body.messages as { role?: string }[] : [];
   const k = messages.filter((m) => m.role === "assistant").length;
-  const n = deltasAt(w, k);
-  let text = deltaCache.get(n);
-  if (!text) deltaCache.set(n, text = new Array(n).fill(DELTA));
-  const calls = callsAt(w, k);
-  return {
-    text,
-    toolCalls: calls
-      ? Array.from({ length: calls }, (_, i) => ({
-        id: `call_${k}_${i}`,
-        name: TOOL_NAME,
-        arguments: { i },
-      }))
-      : undefined,
-    usage: { inputTokens: 1000, outputTokens: n },
-  };
+  return { rawSse: sseFor(model, k) };
 }

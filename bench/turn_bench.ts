@@ -26,12 +26,12 @@ import { createInterface } from "node:readline";
 import { MockOpenAIServer } from "../testing/mod.ts";
 import { benchConfig, ROOT } from "./_deps.ts";
 import { FULL, modelFor, scriptFor, SMALL } from "./_workload.ts";
-import { fmt, machine, median, QUICK, type Summary, summarize, table } from "./_stats.ts";
+import { fmt, machine, median, QUICK, summarize, type Summary, table } from "./_stats.ts";
 
 const CONTENDERS = (process.env.TURN_BENCH_ONLY ?? "raw-openai,zqagent,vercel-ai,openai-agents")
   .split(",").map((s) => s.trim()).filter(Boolean);
 const ROUNDS = Number(process.env.TURN_BENCH_ROUNDS ?? (QUICK ? 3 : 15));
-const WARMUP = QUICK ? 1 : 3;
+const WARMUP = QUICK ? 2 : 3;
 const SESSIONS = Number(process.env.TURN_BENCH_SESSIONS ?? (QUICK ? 50 : 200));
 const CONC_ROUNDS = QUICK ? 1 : 5;
 

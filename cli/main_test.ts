@@ -214,14 +214,14 @@ test("SIGTERM interrupts the turn and leaves no shell command running", { skip }
   child.stdout.on("data", (d) => (out += d));
   child.stderr.on("data", (d) => (out += d));
   const closed = new Promise<string>((r) => child.on("close", (code, sig) => r(`${code}/${sig}`)));
-  for (let i = 0; i < 200 && sleepers(marker).length === 0; i++) {
+  for (let i = 0; i < 600 && sleepers(marker).length === 0; i++) {
     await new Promise((r) => setTimeout(r, 50));
   }
   assert.ok(sleepers(marker).length > 0, out);
   child.kill("SIGTERM");
   // Exit status 143 (or death by SIGTERM as Deno reports it) after the turn was interrupted.
   assert.match(await closed, /^(143\/null|null\/SIGTERM)$/);
-  for (let i = 0; i < 100 && sleepers(marker).length > 0; i++) {
+  for (let i = 0; i < 400 && sleepers(marker).length > 0; i++) {
     await new Promise((r) => setTimeout(r, 50));
   }
   assert.deepEqual(sleepers(marker), []);
@@ -245,7 +245,7 @@ async function onTerminal(
   const closed = new Promise<number | null>((r) => child.on("close", (code) => r(code)));
   let from = 0;
   for (const step of steps) {
-    for (let i = 0; i < 300 && !step.waitFor.test(out.slice(from)); i++) {
+    for (let i = 0; i < 600 && !step.waitFor.test(out.slice(from)); i++) {
       await new Promise((r) => setTimeout(r, 50));
     }
     if (!step.waitFor.test(out.slice(from))) {
@@ -256,7 +256,7 @@ async function onTerminal(
     from = out.length;
     child.stdin.write(step.send);
   }
-  const timer = setTimeout(() => child.kill("SIGKILL"), 15000);
+  const timer = setTimeout(() => child.kill("SIGKILL"), 30000);
   const code = await closed;
   clearTimeout(timer);
   return { code, out };

@@ -24,13 +24,16 @@
  *
  * @module
  */
-import { randomUUID } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import type { Message, ToolCall } from "../providers/mod.ts";
 import type { Mode } from "../permissions/mod.ts";
 import type { EngineHook } from "./hooks.ts";
 import type { TurnEngine } from "./turn_engine.ts";
+// --- distributed sessions (issue 11): writes go through the file store ---
+import { FileSessionStore } from "../store/file_store.ts";
+import { CHECKPOINT_SCHEMA_VERSION } from "../store/types.ts";
+// --- end distributed sessions ---
 
 /** A session checkpoint (manual §11.3, every field of its `SavedState`). */
 export interface SavedState {
@@ -56,6 +59,13 @@ export interface SavedState {
   allowTools?: string[];
   /** Executables allowed for the session ("always allow this command"). */
   allowCommands?: string[];
+  /**
+   * Layout version of the checkpoint (`CHECKPOINT_SCHEMA_VERSION` from now on; files written
+   * before it existed have none and load as version 0). Issue 11.
+   */
+  schemaVersion?: number;
+  /** `seq` of the last event of the log the checkpoint includes (issue 11). */
+  seq?: number;
 }
 
 /** Host fields stored with a checkpoint (manual §11.3: `{ name, nameSource, taskCount }`). */
@@ -141,7 +151,6 @@ export class FileLogHook implements EngineHook {
   readonly sessionId: string;
   /** The folder holding the files. */
   readonly stateDir: string;
-  #checkedTail = false;
   #engine: TurnEngine | undefined;
   #extra: SaveStateExtra & Record<string, unknown> = {};
   #lastError: unknown = undefined;
@@ -184,28 +193,10 @@ export class FileLogHook implements EngineHook {
    * @throws {Error} When the log cannot be written (the file-system error).
    */
   #append(type: string, data: Record<string, unknown>): void {
-    fs.mkdirSync(this.stateDir, { recursive: true });
-    let prefix = "";
-    if (!this.#checkedTail) {
-      this.#checkedTail = true;
-      try {
-        const fd = fs.openSync(this.logPath, "r");
-        try {
-          const size = fs.fstatSync(fd).size;
-          if (size > 0) {
-            const last = Buffer.alloc(1);
-            fs.readSync(fd, last, 0, 1, size - 1);
-            if (last[0] !== 0x0a) prefix = "\n"; // a torn line stays alone on its line
-          }
-        } finally {
-          fs.closeSync(fd);
-        }
-      } catch {
-        // no log yet
-      }
-    }
-    const line = safeJson({ type, data, time: new Date().toISOString() });
-    fs.appendFileSync(this.logPath, `${prefix}${line}\n`);
+    // Issue 11: through the file store, which numbers each line (`seq`) and keeps a torn last
+    // line alone on its line.
+    const payload = JSON.parse(safeJson(data)) as Record<string, unknown>;
+    FileSessionStore.forDir(this.stateDir).appendLocal(this.sessionId, [{ kind: type, payload }]);
   }
 
   /** Records every event (the engine calls it for each one; see `EngineHook.onEvent`). */
@@ -289,22 +280,15 @@ export class FileLogHook implements EngineHook {
       allowTools: engine.permissions.sessionAllowedTools(),
       allowCommands: engine.permissions.sessionAllowedCommands(),
     };
-    fs.mkdirSync(this.stateDir, { recursive: true });
-    const tmp = `${this.statePath}.${randomUUID().slice(0, 8)}.tmp`;
-    try {
-      const fd = fs.openSync(tmp, "w");
-      try {
-        fs.writeSync(fd, safeJson(state));
-        fs.fsyncSync(fd);
-      } finally {
-        fs.closeSync(fd);
-      }
-      fs.renameSync(tmp, this.statePath);
-    } catch (err) {
-      fs.rmSync(tmp, { force: true });
-      throw err;
-    }
-    return { ...state, messages: [...state.messages] };
+    // Issue 11: through the file store (atomic write, with `schemaVersion` and `seq`).
+    const json = JSON.parse(safeJson(state)) as Record<string, unknown>;
+    const cp = FileSessionStore.forDir(this.stateDir).writeCheckpointLocal(this.sessionId, json);
+    return {
+      ...state,
+      messages: [...state.messages],
+      schemaVersion: CHECKPOINT_SCHEMA_VERSION,
+      seq: cp.seq,
+    };
   }
 
   /**

@@ -72,6 +72,7 @@ import {
 } from "./events.ts";
 import { dispatchHook, type EngineHook } from "./hooks.ts";
 import { hookBarrier } from "./_hook_barrier.ts";
+import { durableBarrier } from "./_durable_barrier.ts"; // distributed sessions (issue 11)
 import { sessionNamePrompt } from "./prompts.ts";
 
 /** Default iteration cap of a turn (manual §6.1). */
@@ -640,13 +641,15 @@ export class TurnEngine {
       reqId: "",
       logTime: "",
       produced: new Set(),
-      emit: async (type, data) => {
+      // Performance (bench/turn_bench.ts): not an async function, so an event costs no extra
+      // promise on top of the channel's own.
+      emit: (type, data) => {
         const event: WsEvent = {
           type,
           data: { ...data, taskId: spec.taskId, seq: ++this.#seq },
         };
         dispatchHook(this.hook, event);
-        await channel.push(event);
+        return channel.push(event);
       },
     };
     if (this.#busy) {
@@ -1345,6 +1348,7 @@ export class TurnEngine {
       ...(outcome.reason ? { reason: outcome.reason } : {}),
       ...(outcome.duration !== undefined ? { duration: outcome.duration } : {}),
       result_preview: outcome.content.slice(0, PREVIEW_CHARS),
+      idemKey: `tool_result:${reqId}`, // issue 11: results carry an idempotency key
     });
   }
 
@@ -1363,16 +1367,17 @@ export class TurnEngine {
   ): Promise<{ allowed: boolean; reason: string }> {
     const approver = this.#approver;
     if (!approver) throw new ApprovalRequiredError(p.name);
+    // Called synchronously (a throw still rejects this async function): a host that answers as
+    // soon as it reads `permission_required` finds its approver already called, now that events
+    // reach the reader without the ReadableStream's extra promise turns (bench/turn_bench.ts).
     const outcome = await raceAbort(
-      Promise.resolve().then(() =>
-        approver({
-          toolName: p.name,
-          arguments: p.args,
-          metadata: p.spec?.metadata ?? null,
-          reason: decision.reason,
-          toolCallId: p.call.id,
-        })
-      ),
+      Promise.resolve(approver({
+        toolName: p.name,
+        arguments: p.args,
+        metadata: p.spec?.metadata ?? null,
+        reason: decision.reason,
+        toolCallId: p.call.id,
+      })),
       scope.signal,
     );
     switch (outcome) {
@@ -1398,15 +1403,30 @@ export class TurnEngine {
   async #execute(scope: TurnScope, p: PreparedCall): Promise<ToolOutcome> {
     const spec = p.spec!;
     const started = Date.now();
+    // --- distributed sessions (issue 11): idempotency, write-ahead before the tool runs ---
+    const idempotent = spec.metadata.idempotent ?? effectiveRisk(spec) === RiskClass.READ;
+    const idemKey = `tool_result:${p.call.id}`;
     await scope.emit(EventType.TOOL_STARTED, {
       reqId: p.call.id,
       name: p.name,
       startTime: new Date(started).toISOString(),
+      idempotent,
     });
+    try {
+      await raceAbort(durableBarrier(this.hook), scope.signal);
+    } catch (err) {
+      if (scope.signal.aborted || isAbortError(err)) throw new TurnAbort("interrupted");
+      return this.#errorOutcome(
+        `Cannot run ${p.name}: its start could not be recorded durably (${errorMessage(err)})`,
+        "not_durable",
+      );
+    }
+    // --- end distributed sessions ---
     const ctx: ToolContext = {
       signal: scope.signal,
       taskId: scope.taskId,
       toolCallId: p.call.id,
+      idempotencyKey: idemKey, // issue 11
       engine: this,
       emit: (type, data) => {
         void scope.emit(type as EventType, data);

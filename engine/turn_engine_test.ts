@@ -428,6 +428,17 @@ function processesWith(marker: string): string {
   return out.split("\n").filter((l) => l.includes(marker) && !l.includes("ps -eo")).join("\n");
 }
 
+/**
+ * Waits (a few seconds at most) until no live process matches: a sandboxed command's processes
+ * die with their namespace a moment after the sandbox itself is killed. Returns what is left.
+ */
+async function gone(marker: string): Promise<string> {
+  for (let i = 0; i < 100 && processesWith(marker) !== ""; i++) {
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return processesWith(marker);
+}
+
 test("requestInterrupt during run_shell kills the whole process tree", async () => {
   const ws = workspace();
   const marker = `zq_${Date.now()}_${Math.floor(Math.random() * 1e6)}`;
@@ -446,8 +457,8 @@ test("requestInterrupt during run_shell kills the whole process tree", async () 
   }
   assert.equal(ofType(events, EventType.TOOL_FINISHED)[0].data.status, "interrupted");
   assert.equal(events.at(-1)?.data.status, "interrupted");
-  assert.equal(processesWith(marker), "");
-  assert.equal(processesWith("sleep 301"), "");
+  assert.equal(await gone(marker), "");
+  assert.equal(await gone("sleep 301"), "");
   assert.equal(engine.messages.at(-1)?.role, "tool");
 });
 
@@ -467,7 +478,7 @@ test("break out of for await interrupts the turn and kills its shell command", a
     }
   }
   assert.equal(engine.running, false);
-  assert.equal(processesWith("sleep 302"), "");
+  assert.equal(await gone("sleep 302"), "");
   assert.equal(engine.messages.at(-1)?.role, "tool");
   assert.equal(server.requests.length, 1);
 });

@@ -34,8 +34,8 @@ import path from "node:path";
 import process from "node:process";
 import readline from "node:readline";
 import {
-  ApprovalOutcome,
   approvalFields,
+  ApprovalOutcome,
   createDefaultEngine,
   defaultMcpConfigPath,
   FileLogHook,

@@ -1,12 +1,17 @@
-// Runs tsdown (Node side) for npm/build.ts: `node npm/_bundle.mjs <plan.json>`.
+// Runs tsdown (Node side) for npm/build.ts: `node npm/_bundle.mjs <plan.json> <tools dir>`.
 // The plan is computed from deno.json by npm/build.ts; this file only hands it to tsdown.
 // tsdown (rolldown + rolldown-plugin-dts) is the bundler the design names (DESIGN §1): it
 // writes ESM (.mjs) and CommonJS (.cjs) with shared chunks, and .d.mts/.d.cts declarations.
 import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import path from "node:path";
 import process from "node:process";
-import { build } from "tsdown";
+import { pathToFileURL } from "node:url";
 
 const plan = JSON.parse(readFileSync(process.argv[2], "utf8"));
+// tsdown is installed in npm/tools/node_modules (build-only), not beside this file.
+const fromTools = createRequire(path.join(process.argv[3], "package.json"));
+const { build } = await import(pathToFileURL(fromTools.resolve("tsdown")).href);
 
 /** Bare specifiers (npm packages, node: built-ins) stay external; our own files are bundled. */
 function isExternal(id) {

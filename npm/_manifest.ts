@@ -227,9 +227,7 @@ export function npmDependencies(
   }
   if (missing.length > 0) {
     throw new Error(
-      `Cannot build the npm package: the built code imports ${
-        missing.join(", ")
-      }, ` +
+      `Cannot build the npm package: the built code imports ${missing.join(", ")}, ` +
         `which deno.json "imports" does not declare`,
     );
   }
@@ -353,7 +351,7 @@ export function inlineRegistrySpecifiers(code: string): string[] {
 
 /**
  * The first paragraph of a module doc (`/** … @module *\/`), as one line without Markdown
- * code ticks: the npm `description`.
+ * code ticks or "(manual §…)" references: the npm `description`.
  */
 export function moduleDocSummary(code: string): string | undefined {
   const m = /^\s*\/\*\*([\s\S]*?)\*\//.exec(code);
@@ -365,6 +363,10 @@ export function moduleDocSummary(code: string): string | undefined {
     if (line.startsWith("@")) break;
     if (line !== "") para.push(line);
   }
-  const text = para.join(" ").replaceAll("`", "").trim();
+  const text = para.join(" ").replaceAll("`", "").replace(
+    /\s*\((?:manual|DESIGN) [^)]*\)/g,
+    "",
+  )
+    .trim();
   return text === "" ? undefined : text;
 }

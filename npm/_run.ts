@@ -1,7 +1,7 @@
 /**
  * Process helpers for the npm build and its checks: run a command (output streamed or
  * captured), find the Node 22 binary (`npx -y node@22`, DESIGN §1), make sure the build-only
- * tools in `npm/node_modules` are installed. Runtime-neutral (`node:child_process`).
+ * tools in `npm/tools/node_modules` are installed. Runtime-neutral (`node:child_process`).
  *
  * @module
  */
@@ -18,6 +18,11 @@ export const NPM_DIR: string = path.dirname(fileURLToPath(import.meta.url));
 export const ROOT: string = path.dirname(NPM_DIR);
 /** Where the built package is written. */
 export const DIST_DIR: string = path.join(NPM_DIR, "dist");
+/**
+ * The build-only tools' folder (`package.json`, `package-lock.json`, `node_modules`). A
+ * subfolder, so Deno never takes that `package.json` for the config of npm/'s own files.
+ */
+export const TOOLS_DIR: string = path.join(NPM_DIR, "tools");
 
 /** Options of {@link run}. */
 export interface RunOptions {
@@ -59,9 +64,7 @@ export function run(
     const child = spawn(cmd, args, {
       cwd: options.cwd ?? ROOT,
       env: { ...process.env, ...options.env },
-      stdio: options.capture
-        ? ["ignore", "pipe", "pipe"]
-        : ["ignore", "inherit", "inherit"],
+      stdio: options.capture ? ["ignore", "pipe", "pipe"] : ["ignore", "inherit", "inherit"],
       detached: options.timeoutMs !== undefined && process.platform !== "win32",
     });
     let stdout = "";
@@ -76,16 +79,14 @@ export function run(
       if (tee) process.stderr.write(d);
     });
     let timedOut = false;
-    const timer = options.timeoutMs === undefined
-      ? undefined
-      : setTimeout(() => {
-        timedOut = true;
-        try {
-          if (child.pid !== undefined && process.platform !== "win32") {
-            process.kill(-child.pid, "SIGKILL");
-          } else child.kill("SIGKILL");
-        } catch { /* already gone */ }
-      }, options.timeoutMs);
+    const timer = options.timeoutMs === undefined ? undefined : setTimeout(() => {
+      timedOut = true;
+      try {
+        if (child.pid !== undefined && process.platform !== "win32") {
+          process.kill(-child.pid, "SIGKILL");
+        } else child.kill("SIGKILL");
+      } catch { /* already gone */ }
+    }, options.timeoutMs);
     child.on("error", (error) => {
       clearTimeout(timer);
       reject(new Error(`Cannot run ${cmd}: ${error.message}`));
@@ -106,9 +107,7 @@ export async function mustRun(
 ): Promise<RunResult> {
   const result = await run(cmd, args, options);
   if (result.code !== 0) {
-    const detail = options.capture === true
-      ? `\n${result.stdout}${result.stderr}`
-      : "";
+    const detail = options.capture === true ? `\n${result.stdout}${result.stderr}` : "";
     const how = result.timedOut
       ? `killed after ${options.timeoutMs} ms`
       : `exit code ${result.code}`;
@@ -149,30 +148,28 @@ export function denoBinary(): string {
 }
 
 /**
- * Installs the build-only tools (`npm/package.json` devDependencies: tsdown, publint,
- * @arethetypeswrong/cli, tsx, typescript, @types/node) with `npm ci` when `npm/node_modules` is
- * missing or older than `npm/package-lock.json`.
+ * Installs the build-only tools (`npm/tools/package.json` devDependencies: tsdown, publint,
+ * @arethetypeswrong/cli, typescript, @types/node) with `npm ci` when `npm/tools/node_modules` is
+ * missing or older than `npm/tools/package-lock.json`.
  */
 export async function ensureBuildTools(): Promise<void> {
-  const marker = path.join(NPM_DIR, "node_modules", ".package-lock.json");
-  const lock = path.join(NPM_DIR, "package-lock.json");
+  const marker = path.join(TOOLS_DIR, "node_modules", ".package-lock.json");
+  const lock = path.join(TOOLS_DIR, "package-lock.json");
   if (
     existsSync(marker) && statSync(marker).mtimeMs >= statSync(lock).mtimeMs
   ) return;
-  await mustRun("install the npm build tools (npm ci in npm/)", "npm", [
+  await mustRun("install the npm build tools (npm ci in npm/tools/)", "npm", [
     "ci",
     "--no-audit",
     "--no-fund",
     "--loglevel=error",
-  ], { cwd: NPM_DIR });
+  ], { cwd: TOOLS_DIR });
 }
 
 /** The JS file of a build tool's command (`bin` in its package.json), to run with Node 22. */
 export function toolBin(pkg: string, bin?: string): string {
-  const dir = path.join(NPM_DIR, "node_modules", pkg);
+  const dir = path.join(TOOLS_DIR, "node_modules", pkg);
   const json = JSON.parse(readFileSync(path.join(dir, "package.json"), "utf8"));
-  const rel = typeof json.bin === "string"
-    ? json.bin
-    : json.bin[bin ?? Object.keys(json.bin)[0]];
+  const rel = typeof json.bin === "string" ? json.bin : json.bin[bin ?? Object.keys(json.bin)[0]];
   return path.join(dir, rel);
 }

@@ -10,7 +10,7 @@
  * The bundler is tsdown 0.21 (rolldown + rolldown-plugin-dts): a maintained library bundler
  * that writes dual ESM/CJS output with shared chunks (one copy of each class for all subpaths)
  * and bundled declarations, and works on Node 20 and 22. dnt is not reachable (JSR), so it is
- * not an option. tsdown and the checkers live in `npm/package.json` (build-only, never in the
+ * not an option. tsdown and the checkers live in `npm/tools/package.json` (build-only, never in the
  * published package) and run on Node 22 (`npx -y node@22`).
  *
  * @example Build, then pack
@@ -53,6 +53,7 @@ import {
   node22Binary,
   NPM_DIR,
   ROOT,
+  TOOLS_DIR,
 } from "./_run.ts";
 
 /** Options of {@link buildNpm}. */
@@ -131,12 +132,15 @@ export async function buildNpm(
     await mustRun("build the npm package (tsdown)", node, [
       path.join(NPM_DIR, "_bundle.mjs"),
       planFile,
+      TOOLS_DIR,
     ], { cwd: NPM_DIR });
   } finally {
     rmSync(tmp, { recursive: true, force: true });
   }
 
   const files = listFiles(DIST_DIR);
+  const fileSet = new Set(files);
+  const have = (rel: string) => fileSet.has(rel);
   const specifiers = new Set<string>();
   for (const file of files) {
     if (!/\.(mjs|cjs|d\.mts|d\.cts)$/.test(file)) continue;
@@ -146,6 +150,23 @@ export async function buildNpm(
       )
     ) {
       specifiers.add(s);
+    }
+  }
+  // Files a module loads relative to its own URL must be in the package too.
+  for (const file of files) {
+    if (!file.endsWith(".mjs")) continue;
+    const code = readFileSync(path.join(DIST_DIR, file), "utf8");
+    for (
+      const m of code.matchAll(
+        /new URL\(\s*["'](\.{1,2}\/[^"']+)["']\s*,\s*import\.meta\.url/g,
+      )
+    ) {
+      const target = path.posix.join(path.posix.dirname(file), m[1]);
+      if (!have(target)) {
+        console.warn(
+          `warning: dist/${file} loads ${m[1]} relative to itself; it is not in the npm package`,
+        );
+      }
     }
   }
   const { packages, problems } = classifySpecifiers(specifiers);
@@ -158,7 +179,6 @@ export async function buildNpm(
   );
   const packageJson = npmPackageJson(manifest, dependencies, description);
 
-  const have = new Set(files);
   for (const [subpath, entry] of Object.entries(packageJson.exports)) {
     for (
       const target of [
@@ -167,13 +187,13 @@ export async function buildNpm(
         entry.require.types,
       ]
     ) {
-      if (!have.has(target.slice(2))) {
+      if (!have(target.slice(2))) {
         throw new Error(
           `Cannot build the npm package: "${subpath}" has no ${target} in dist/`,
         );
       }
     }
-    if (!have.has(entry.require.default.slice(2))) {
+    if (!have(entry.require.default.slice(2))) {
       throw new Error(
         `Cannot build the npm package: "${subpath}" has no ${entry.require.default} in dist/`,
       );
@@ -204,9 +224,7 @@ export async function buildNpm(
     );
     console.log(
       `npm/dist: ${manifest.name}@${manifest.version}, ` +
-        `${Object.keys(packageJson.exports).length} subpaths, dependencies: ${
-          deps || "none"
-        }` +
+        `${Object.keys(packageJson.exports).length} subpaths, dependencies: ${deps || "none"}` +
         (tarball ? `\npacked: ${path.relative(ROOT, tarball)}` : ""),
     );
   }

@@ -24,13 +24,7 @@
  *
  * @module
  */
-import {
-  copyFileSync,
-  mkdtempSync,
-  readdirSync,
-  rmSync,
-  writeFileSync,
-} from "node:fs";
+import { copyFileSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import process from "node:process";
@@ -174,8 +168,7 @@ async function nodeTests(): Promise<void> {
       `Cannot pass the test suite on Node 22: still running after ${NODE_SUITE_TIMEOUT_MS} ms`,
     );
   }
-  const count = (label: string) =>
-    Number(new RegExp(`ℹ ${label} (\\d+)`).exec(r.stdout)?.[1] ?? 0);
+  const count = (label: string) => Number(new RegExp(`ℹ ${label} (\\d+)`).exec(r.stdout)?.[1] ?? 0);
   nodeCounts = {
     passed: count("pass"),
     failed: count("fail"),
@@ -228,8 +221,7 @@ async function main(): Promise<number> {
     );
     return 2;
   }
-  const wants = (step: string) =>
-    only === undefined || only === step || step === "build";
+  const wants = (step: string) => only === undefined || only === step || step === "build";
   const results: { step: string; error?: string }[] = [];
   const step = async (name: string, fn: () => Promise<void>) => {
     if (!wants(name)) return;

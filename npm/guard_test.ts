@@ -22,13 +22,7 @@ import {
   parseNpmSpecifier,
   readDenoManifest,
 } from "./_manifest.ts";
-import {
-  codeOnly,
-  denoUses,
-  globalAugmentations,
-  readSource,
-  sourceFiles,
-} from "./_audit.ts";
+import { codeOnly, denoUses, globalAugmentations, readSource, sourceFiles } from "./_audit.ts";
 import { DIST_DIR, ROOT } from "./_run.ts";
 
 const manifest = readDenoManifest(ROOT);
@@ -152,16 +146,14 @@ test("bare specifiers of built code are found in imports, requires and dynamic i
 
 test("the package description is the first paragraph of the root module doc", () => {
   const code =
-    "/**\n * `@x/y`: an engine —\n * as a library.\n *\n * More.\n * @module\n */";
+    "/**\n * `@x/y`: an engine —\n * as a library (manual §1).\n *\n * More.\n * @module\n */";
   assert.equal(moduleDocSummary(code), "@x/y: an engine — as a library.");
 });
 
 test(
   "the built package.json has exactly the deno.json exports, and its files exist",
   {
-    skip: distRequired
-      ? false
-      : "run by deno task ci:npm right after the build",
+    skip: distRequired ? false : "run by deno task ci:npm right after the build",
   },
   () => {
     const pkg = JSON.parse(readFileSync(distPackage, "utf8")) as NpmPackageJson;
@@ -178,9 +170,7 @@ test(
         );
       }
     }
-    const ranges = Object.values(manifest.imports).map((v) =>
-      parseNpmSpecifier(v)
-    );
+    const ranges = Object.values(manifest.imports).map((v) => parseNpmSpecifier(v));
     for (const [name, range] of Object.entries(pkg.dependencies)) {
       assert.ok(
         ranges.some((r) => r?.name === name && r.range === range),
@@ -221,14 +211,16 @@ test("inline registry specifiers are found in code but not in comments", () => {
   ]);
 });
 
+/** Library code: not _internal/, not tests or their helpers, not the apps around the library. */
+function isLibraryFile(file: string): boolean {
+  if (/^(_internal|npm|tests|bench|examples)\//.test(file)) return false;
+  return !/(_test|_test_util|_test_helpers)\.ts$/.test(file);
+}
+
 test("no library file outside _internal/ uses the Deno namespace", () => {
   const offenders: string[] = [];
   for (const file of files) {
-    if (file.startsWith("_internal/") || file.startsWith("npm/")) continue;
-    if (
-      /_test\.ts$/.test(file) || file.startsWith("tests/") ||
-      file.startsWith("bench/")
-    ) continue;
+    if (!isLibraryFile(file)) continue;
     for (const line of denoUses(codeOnly(readSource(ROOT, file)))) {
       offenders.push(`${file}:${line}`);
     }
@@ -241,8 +233,7 @@ test("no library file outside _internal/ uses the Deno namespace", () => {
 });
 
 test("the Deno namespace is found in code but not in comments or strings", () => {
-  const code =
-    '// Deno.Command\nconst s = "Deno.serve";\nconst p = Deno.permissions;\n';
+  const code = '// Deno.Command\nconst s = "Deno.serve";\nconst p = Deno.permissions;\n';
   assert.deepEqual(denoUses(codeOnly(code)), [3]);
 });
 
@@ -267,8 +258,7 @@ test("global augmentation is recognised in its usual forms", () => {
 });
 
 test("every entry point is type-checked and doc-linted by deno task test", () => {
-  const listed = (task: string) =>
-    new Set((manifest.tasks[task] ?? "").split(/\s+/));
+  const listed = (task: string) => new Set((manifest.tasks[task] ?? "").split(/\s+/));
   const missing: string[] = [];
   for (const source of Object.values(manifest.exports)) {
     const file = source.slice(2);

@@ -6,7 +6,7 @@
  *
  * @module
  */
-import OpenAI from "openai";
+import type OpenAI from "openai";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { envNumber, envString } from "../_internal/env.ts";
@@ -16,6 +16,7 @@ import { isDeepSeek, supportsReasoningEffort } from "./models.ts";
 import { ChatStreamNormaliser } from "./_chat_stream.ts";
 import { ResponsesStreamNormaliser } from "./_responses_stream.ts";
 import { ThinkTagSplitter } from "./_think_tags.ts";
+import { directStream } from "../_internal/direct_stream.ts";
 import { contentText, toChatMessages, toResponsesInput, toResponsesTools } from "./_convert.ts";
 import type {
   Message,
@@ -27,6 +28,9 @@ import type {
   ToolCall,
   ToolSchema,
 } from "./types.ts";
+
+/** The `openai` module, loaded by the first request (see `OpenAIProvider.#sdk`). */
+let sdkModule: Promise<typeof import("openai")> | undefined;
 
 /** Which OpenAI API a provider uses: `auto` tries Responses first (manual §10.1). */
 export type ApiMode = "auto" | "responses" | "chat";
@@ -196,14 +200,22 @@ export class OpenAIProvider implements ProviderClient {
     return this.#chatOnly.has(model) ? "chat" : "responses";
   }
 
-  #sdk(): OpenAI {
+  /**
+   * The SDK client, created on first use. Performance (bench/import_bench.ts): the `openai`
+   * module is loaded by the first request, not when the package is imported, so importing
+   * `@zqagent/core` does not pay for it (DESIGN §1: heavy modules load lazily).
+   *
+   * @throws {ProviderError} `missing_api_key`.
+   */
+  async #sdk(): Promise<OpenAI> {
     if (!this.#apiKey) {
       throw new ProviderError(
         "Cannot call the model: OPENAI_API_KEY is not set (pass apiKey or a custom provider)",
         { code: "missing_api_key" },
       );
     }
-    this.#client ??= new OpenAI({
+    const { default: OpenAISdk } = await (sdkModule ??= import("openai"));
+    this.#client ??= new OpenAISdk({
       apiKey: this.#apiKey,
       baseURL: this.#baseURL,
       maxRetries: this.#maxRetries,
@@ -278,7 +290,7 @@ export class OpenAIProvider implements ProviderClient {
     reqOpts: SdkRequestOptions,
     opts: StreamOpts,
   ): Promise<unknown> {
-    const client = this.#sdk();
+    const client = await this.#sdk();
     const create = (b: Record<string, unknown>) =>
       client.chat.completions.create(b as never, reqOpts as never) as Promise<unknown>;
     try {
@@ -309,7 +321,7 @@ export class OpenAIProvider implements ProviderClient {
     reqOpts: SdkRequestOptions,
     opts: StreamOpts,
   ): Promise<{ api: Api; result: unknown }> {
-    const client = this.#sdk();
+    const client = await this.#sdk();
     if (this.apiFor(model) === "responses") {
       const body = bodies.responses();
       try {
@@ -354,7 +366,7 @@ export class OpenAIProvider implements ProviderClient {
     tools: ToolSchema[],
     opts: StreamOpts,
   ): Promise<AsyncIterable<StreamChunk>> {
-    this.#sdk();
+    await this.#sdk();
     if (opts.signal?.aborted) throw abortError(opts.signal.reason);
     const controller = new AbortController();
     const onAbort = () => controller.abort(opts.signal?.reason);
@@ -383,30 +395,30 @@ export class OpenAIProvider implements ProviderClient {
       throw err;
     }
     const gen = this.#run(api, sdkStream, controller, opts, detach);
-    return new ReadableStream<StreamChunk>({
-      async pull(ctrl) {
-        try {
-          const r = await gen.next();
-          if (r.done) ctrl.close();
-          else ctrl.enqueue(r.value);
-        } catch (err) {
-          ctrl.error(err);
-        }
-      },
+    // Performance (bench/turn_bench.ts): a ReadableStream whose `for await` reads the generator
+    // directly, skipping the stream machinery per chunk (_internal/direct_stream.ts).
+    return directStream<StreamChunk>({
+      next: () => gen.next(),
       cancel() {
         controller.abort();
-        gen.return(undefined).catch(() => {});
+        gen.return().catch(() => {});
       },
-    }, { highWaterMark: 0 });
+    });
   }
 
-  async *#run(
+  /**
+   * The normalised chunks of one SDK stream. Performance (bench/turn_bench.ts): a plain async
+   * iterator rather than an async generator, whose every `yield` costs extra promise turns; the
+   * chunks of one SSE event are handed out from a queue. On completion, error or `return()` it
+   * stops the watchdog, aborts the request and writes the audit log, once.
+   */
+  #run(
     api: Api,
     sdkStream: AnyStream,
     controller: AbortController,
     opts: StreamOpts,
     detach: () => void,
-  ): AsyncGenerator<StreamChunk, void, undefined> {
+  ): AsyncIterator<StreamChunk> & { return(): Promise<IteratorResult<StreamChunk>> } {
     const prefix = `call_${safeName(opts.reqId)}`;
     const norm = api === "chat"
       ? new ChatStreamNormaliser(prefix)
@@ -436,59 +448,108 @@ export class OpenAIProvider implements ProviderClient {
       return c;
     };
 
-    /** The next SDK event, raced against the idle watchdog and the caller's abort. */
-    const next = (): Promise<IteratorResult<unknown>> => {
-      const pending = iter.next();
-      pending.catch(() => {});
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      let onAbort: (() => void) | undefined;
-      const guards = new Promise<never>((_, reject) => {
-        if (idleMs > 0) {
-          timer = setTimeout(() => {
-            idleFired = true;
-            controller.abort();
-            reject(idleError());
-          }, idleMs);
-        }
-        onAbort = () => reject(abortError(controller.signal.reason));
-        if (controller.signal.aborted) onAbort();
-        else controller.signal.addEventListener("abort", onAbort, { once: true });
-      });
-      return Promise.race([pending, guards]).finally(() => {
-        clearTimeout(timer);
-        if (onAbort) controller.signal.removeEventListener("abort", onAbort);
-      });
-    };
-
-    try {
-      while (true) {
-        let r: IteratorResult<unknown>;
-        try {
-          r = await next();
-        } catch (err) {
-          if (idleFired) throw idleError();
-          if (userAborted() || isAbortError(err)) throw abortError(err);
-          throw toProviderError(err);
-        }
-        if (r.done) break;
-        for (const c of norm.push(r.value)) yield note(c);
+    // Performance (bench/turn_bench.ts): no timer, abort listener or race per SSE event. The
+    // watchdog is one timer that re-arms itself for the time left in the current wait (time the
+    // consumer spends not reading is not idleness), and it and the caller's abort both abort
+    // `controller`, the request's signal, which fails a pending read of the SDK stream at once
+    // (a custom `fetch` must honour `init.signal`, as the global one does).
+    let waitStart = 0;
+    let waiting = false;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const check = () => {
+      timer = undefined;
+      if (!waiting) return; // re-armed by the next wait
+      const left = idleMs - (performance.now() - waitStart);
+      if (left > 0) {
+        timer = setTimeout(check, left);
+        return;
       }
-      if (idleFired) throw idleError();
-      if (userAborted()) throw abortError(opts.signal?.reason);
-      const end = norm.finish();
-      for (const c of end.chunks) yield note(c);
-      if (end.error) throw end.error;
-    } catch (err) {
+      idleFired = true;
+      controller.abort();
+    };
+    const stopGuard = () => clearTimeout(timer);
+
+    const queue: StreamChunk[] = [];
+    let head = 0;
+    let ended = false; // the SDK stream ended and the normaliser finished
+    let endError: unknown = undefined;
+    let closed: Promise<void> | undefined;
+    const close = (): Promise<void> =>
+      closed ??= (async () => {
+        stopGuard();
+        detach();
+        controller.abort();
+        iter.return?.().catch(() => {});
+        await this.#log(opts, `${api}.response`, transcript);
+      })();
+    const drop = () => {
+      queue.length = 0;
+      head = 0;
+      ended = true;
+      endError = undefined;
+    };
+    const fail = async (err: unknown): Promise<never> => {
       const e = toProviderError(err);
       transcript.error = { message: e.message, code: e.code, status: e.status };
       transcript.toolCalls = null;
+      drop();
+      await close();
       throw e;
-    } finally {
-      detach();
-      controller.abort();
-      iter.return?.().catch(() => {});
-      await this.#log(opts, `${api}.response`, transcript);
-    }
+    };
+    const done: IteratorResult<StreamChunk> = { value: undefined, done: true };
+
+    return {
+      next: async (): Promise<IteratorResult<StreamChunk>> => {
+        while (true) {
+          if (head < queue.length) {
+            const c = queue[head++];
+            if (head === queue.length) {
+              queue.length = 0;
+              head = 0;
+            }
+            return { value: note(c), done: false };
+          }
+          if (closed) return done;
+          if (ended) {
+            if (endError !== undefined) return fail(endError);
+            await close();
+            return done;
+          }
+          let r: IteratorResult<unknown>;
+          try {
+            // The next SDK event; the watchdog counts while this waits.
+            waitStart = performance.now();
+            waiting = true;
+            if (timer === undefined && idleMs > 0) timer = setTimeout(check, idleMs);
+            r = await iter.next();
+            waiting = false;
+          } catch (err) {
+            if (idleFired) return fail(idleError());
+            if (userAborted() || isAbortError(err)) return fail(abortError(err));
+            return fail(toProviderError(err));
+          }
+          try {
+            if (r.done) {
+              ended = true;
+              if (idleFired) throw idleError();
+              if (userAborted()) throw abortError(opts.signal?.reason);
+              const end = norm.finish();
+              for (const c of end.chunks) queue.push(c);
+              if (end.error) endError = end.error;
+            } else {
+              for (const c of norm.push(r.value)) queue.push(c);
+            }
+          } catch (err) {
+            return fail(err);
+          }
+        }
+      },
+      return: async (): Promise<IteratorResult<StreamChunk>> => {
+        drop();
+        await close();
+        return done;
+      },
+    };
   }
 
   /**
@@ -510,7 +571,7 @@ export class OpenAIProvider implements ProviderClient {
     opts: StreamOpts,
     params?: { maxTokens?: number },
   ): Promise<string | null> {
-    this.#sdk();
+    await this.#sdk();
     if (opts.signal?.aborted) throw abortError(opts.signal.reason);
     const reqOpts: SdkRequestOptions = { signal: opts.signal };
     if (options.timeoutMs !== undefined) reqOpts.timeout = options.timeoutMs;

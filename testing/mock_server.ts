@@ -158,7 +158,10 @@ export class MockOpenAIServer {
 
   /** Starts listening on 127.0.0.1 on a random port; returns this server. */
   async start(): Promise<this> {
-    const server = createServer((req, res) => void this.#handle(req, res));
+    // A client gone mid-request (aborted body, killed process) must not crash the host.
+    const server = createServer((req, res) => {
+      this.#handle(req, res).catch(() => res.destroy());
+    });
     server.on("connection", (socket: Socket) => {
       this.#sockets.add(socket);
       socket.on("close", () => this.#sockets.delete(socket));

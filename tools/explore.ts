@@ -154,6 +154,8 @@ async function runExplore(
         parentReqId: ctx.toolCallId,
         event: { type: event.type, data: event.data },
       });
+      // An abort that came before the subagent's turn started found nothing to interrupt.
+      if (event.type === "turn_start" && signal?.aborted) child.requestInterrupt();
       if (event.type === "turn_end") status = String(event.data.status);
       if (event.type === "error") error = String(event.data.error);
     }

@@ -35,6 +35,13 @@ export interface ToolMetadata {
    * (DESIGN §5).
    */
   riskClass?: RiskClass;
+  /**
+   * True when running the call twice has the same effect as once (issue 11). After a crash, a
+   * call that started but did not finish is run again only when idempotent; otherwise the model
+   * gets an "interrupted, not re-run" result. Default: true for read-only tools (`READ`), false
+   * otherwise.
+   */
+  idempotent?: boolean;
 }
 
 /** A function that asks the host a question (the `ask_user` tool, manual §4). */
@@ -130,6 +137,11 @@ export interface ToolContext {
   taskId?: string;
   /** The tool call id. */
   toolCallId?: string;
+  /**
+   * Idempotency key of this call (`tool_result:<toolCallId>`), the same on a re-run after a
+   * crash: pass it to external APIs that deduplicate (issue 11).
+   */
+  idempotencyKey?: string;
   /** The engine running the call (a `TurnEngine`), for tools that need it. */
   engine?: unknown;
   /** Emits an engine event (e.g. `ask_user_question`) into the turn's stream. */

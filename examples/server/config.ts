@@ -159,7 +159,9 @@ export function configFromEnv(env: Record<string, string | undefined>): ServerCo
   }
   const vcsMode = (env.VCS_MODE ?? "auto") as ServerConfig["vcsMode"];
   if (!["off", "auto", "native", "shadow"].includes(vcsMode)) {
-    throw new Error(`Cannot configure the server: VCS_MODE=${vcsMode} is not off/auto/native/shadow`);
+    throw new Error(
+      `Cannot configure the server: VCS_MODE=${vcsMode} is not off/auto/native/shadow`,
+    );
   }
   const port = num(env, "PORT", (n) => Number.isInteger(n) && n >= 0 && n < 65536, "a port") ??
     8787;

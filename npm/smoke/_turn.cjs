@@ -71,9 +71,7 @@ async function runTurn(core, testing, label) {
       events.push(event);
     }
     const of = (type) => events.filter((e) => e.type === type);
-    const finished = of(EventType.TOOL_FINISHED).map((e) =>
-      `${e.data.name}:${e.data.status}`
-    );
+    const finished = of(EventType.TOOL_FINISHED).map((e) => `${e.data.name}:${e.data.status}`);
     assert.deepEqual(finished, [
       "list_files:ok",
       "read_file:ok",

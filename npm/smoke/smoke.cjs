@@ -18,9 +18,7 @@ async function main() {
     const mod = require(spec);
     const esm = await import(spec);
     const cjsNames = Object.keys(mod).filter((k) => k !== "__esModule").sort();
-    const esmNames = Object.keys(esm).filter((k) =>
-      k !== "default" && k !== "module.exports"
-    )
+    const esmNames = Object.keys(esm).filter((k) => k !== "default" && k !== "module.exports")
       .sort();
     assert.ok(cjsNames.length > 0, `${spec} has exports`);
     assert.deepEqual(

@@ -1,0 +1,625 @@
+/**
+ * The reference HTTP + SSE server (manual §18.1, §18.4) on `node:http`, so it runs unchanged
+ * under Deno and Node:
+ *
+ * - one engine per session (`Map<tenant/session, SessionRuntime>`, manual §5.1);
+ * - `run()` calls of a session queue up and run in order;
+ * - events are written as SSE frames straight from the engine's stream, waiting for the socket
+ *   to drain (the engine does not advance while the client is slow: no unbounded buffering);
+ * - suspended approvals: `permission_required` goes to the client, `POST
+ *   /sessions/:id/approvals/:reqId` answers it; a timeout or a disconnect answers DENY;
+ * - a client disconnect interrupts the turn (`engine.requestInterrupt()`, manual §9.3);
+ * - per tenant: workspace, provider, MCP config; per session: `toolResultDir`, `stateDir`
+ *   (`FileLogHook`), VCS session (manual §18.4);
+ * - a restart restores sessions from their `FileLogHook` files and asks again for approvals that
+ *   were pending (`POST /sessions/:id/resume` → `engine.resume()`, manual §12.4);
+ * - bearer-token auth per tenant: no token or a wrong one gets 401; another tenant's session is
+ *   404, exactly like one that does not exist;
+ * - request bodies are bounded (`MAX_BODY_BYTES`), and so are queued turns per session.
+ *
+ * Routes (all JSON unless noted; every `/sessions` route needs `Authorization: Bearer <token>`):
+ *
+ * | Method | Path | What |
+ * | --- | --- | --- |
+ * | GET | `/` | the browser page (no auth; it asks for the token) |
+ * | GET | `/sessions` | the tenant's sessions |
+ * | POST | `/sessions` | new session → `{id}` (201) |
+ * | GET | `/sessions/:id` | history, pending approvals, whether a resume is due |
+ * | POST | `/sessions/:id/messages` | `{text}` → SSE of the turn |
+ * | POST | `/sessions/:id/resume` | SSE of `engine.resume()` (after a restart) |
+ * | POST | `/sessions/:id/approvals/:reqId` | `{outcome: once/always_tool/always_command/deny}` |
+ * | POST | `/sessions/:id/interrupt` | stops the running turn |
+ * | GET | `/sessions/:id/turns` | turns with changes (VCS, manual §17.2) |
+ * | GET | `/sessions/:id/turns/:n/diff` | the turn's patch |
+ *
+ * @module
+ */
+import { createHash, randomUUID } from "node:crypto";
+import fs from "node:fs";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { Socket } from "node:net";
+import path from "node:path";
+import process from "node:process";
+import {
+  approvalFields,
+  ApprovalOutcome,
+  createDefaultEngine,
+  type EventStream,
+  FileLogHook,
+  loadMcpConfigFile,
+  McpManager,
+  type Message,
+  Mode,
+  OpenAIProvider,
+  type PermissionRequest,
+  type ProviderClient,
+  resolveVcsPlan,
+  SessionVcs,
+  type TurnEngine,
+  type WsEvent,
+} from "../../mod.ts";
+import { asset } from "./_assets.ts";
+import type { EngineLimits, ServerConfig, TenantConfig } from "./config.ts";
+
+/** Options of {@link AgentServer}: a {@link ServerConfig} plus test seams. */
+export interface AgentServerOptions extends ServerConfig {
+  /** Makes a tenant's provider (default `OpenAIProvider` with the tenant's key and base URL). */
+  providerFor?: (tenant: TenantConfig) => ProviderClient;
+  /** Turns waiting per session beyond the running one before 429 (default 4). */
+  maxQueuedTurns?: number;
+  /** SSE keep-alive comment interval in ms (default 15,000). */
+  keepAliveMs?: number;
+}
+
+interface PendingApproval {
+  request: PermissionRequest;
+  resolve: (outcome: ApprovalOutcome) => void;
+  timer: ReturnType<typeof setTimeout>;
+}
+
+interface SessionRuntime {
+  tenant: TenantConfig;
+  id: string;
+  engine: TurnEngine;
+  hook: FileLogHook;
+  mcp: McpManager | null;
+  mcpReady: Promise<void>;
+  vcs: SessionVcs | null;
+  queue: Promise<void>;
+  waiting: number;
+  pending: Map<string, PendingApproval>;
+}
+
+/** An HTTP error with its status, answered as `{error}`. */
+class HttpError extends Error {
+  constructor(readonly status: number, message: string) {
+    super(message);
+  }
+}
+
+const SESSION_ID_RE = /^s-[a-f0-9]{16}$/;
+const OUTCOMES = new Set<string>(Object.values(ApprovalOutcome));
+const SECURITY_HEADERS = {
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "no-referrer",
+  "x-frame-options": "DENY",
+  "content-security-policy": "default-src 'self'; script-src 'self'; style-src 'self'; " +
+    "connect-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'",
+};
+
+function sha256(text: string): string {
+  return createHash("sha256").update(text).digest("hex");
+}
+
+/** True when the history ends with tool calls that have no result yet (manual §12.4). */
+function pendingCalls(messages: Message[]): { id: string; name: string; arguments: string }[] {
+  const i = messages.findLastIndex((m) => m.role === "assistant");
+  if (i < 0 || !messages[i].tool_calls?.length) return [];
+  const answered = new Set(messages.slice(i + 1).map((m) => m.tool_call_id));
+  return messages[i].tool_calls!.filter((c) => !answered.has(c.id)).map((c) => ({
+    id: c.id,
+    name: c.function.name,
+    arguments: c.function.arguments,
+  }));
+}
+
+/** A short, renderable transcript of the history (no system prompt). */
+function transcript(messages: Message[]): Record<string, unknown>[] {
+  const out: Record<string, unknown>[] = [];
+  for (const m of messages) {
+    if (m.role === "system") continue;
+    const text = typeof m.content === "string"
+      ? m.content
+      : (m.content ?? []).map((p) => (p.type === "text" ? p.text : "")).join("");
+    if (m.role === "tool") {
+      out.push({ role: "tool", toolCallId: m.tool_call_id, text: text.slice(0, 2000) });
+    } else {
+      out.push({
+        role: m.role,
+        text,
+        toolCalls: (m.tool_calls ?? []).map((c) => ({
+          id: c.id,
+          name: c.function.name,
+          arguments: c.function.arguments,
+        })),
+      });
+    }
+  }
+  return out;
+}
+
+/**
+ * The reference server. Create, {@link AgentServer.listen}, and {@link AgentServer.close} for a
+ * graceful stop (pending approvals stay pending on disk for the next start).
+ *
+ * @example
+ * ```ts
+ * import { configFromEnv } from "./config.ts";
+ * const server = new AgentServer(configFromEnv(process.env));
+ * console.log(await server.listen());
+ * ```
+ */
+export class AgentServer {
+  readonly #options: AgentServerOptions;
+  readonly #tenantsByHash = new Map<string, TenantConfig>();
+  readonly #providers = new Map<string, ProviderClient>();
+  readonly #sessions = new Map<string, SessionRuntime>();
+  readonly #sockets = new Set<Socket>();
+  readonly #streams = new Set<ServerResponse>();
+  #server: Server | undefined;
+  #closing = false;
+  #url = "";
+
+  /**
+   * @param options The configuration (see {@link configFromEnv}) and test seams.
+   */
+  constructor(options: AgentServerOptions) {
+    this.#options = options;
+    for (const t of options.tenants) this.#tenantsByHash.set(sha256(t.token), t);
+  }
+
+  /** `http://host:port` once listening. */
+  get url(): string {
+    return this.#url;
+  }
+
+  /**
+   * Starts listening on `host:port`.
+   *
+   * @returns The base URL.
+   * @throws {Error} When the port cannot be bound.
+   */
+  async listen(): Promise<string> {
+    const server = createServer((req, res) => void this.#handle(req, res));
+    server.on("connection", (s: Socket) => {
+      this.#sockets.add(s);
+      s.on("close", () => this.#sockets.delete(s));
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(this.#options.port, this.#options.host, () => resolve());
+    });
+    const addr = server.address();
+    const port = typeof addr === "object" && addr ? addr.port : this.#options.port;
+    const host = this.#options.host.includes(":") ? `[${this.#options.host}]` : this.#options.host;
+    this.#url = `http://${host}:${port}`;
+    this.#server = server;
+    return this.#url;
+  }
+
+  /**
+   * Stops gracefully: no new requests; turns that are working (not waiting for a person) are
+   * interrupted and awaited; approvals that are pending stay pending in the checkpoint, to be
+   * asked again after the next start; every session's state is saved and its MCP servers
+   * closed (checklist §19: "Salida del proceso → mcpManager.closeAll(), hook.saveState()").
+   */
+  async close(): Promise<void> {
+    if (this.#closing) return;
+    this.#closing = true;
+    const server = this.#server;
+    const closed = server
+      ? new Promise<void>((resolve) => server.close(() => resolve()))
+      : Promise.resolve();
+    const working: Promise<void>[] = [];
+    for (const rt of this.#sessions.values()) {
+      for (const p of rt.pending.values()) clearTimeout(p.timer);
+      if (rt.engine.running && rt.pending.size === 0) {
+        rt.engine.requestInterrupt();
+        working.push(rt.queue);
+      }
+    }
+    await Promise.all(working);
+    for (const rt of this.#sessions.values()) {
+      try {
+        rt.hook.saveState(rt.engine);
+      } catch (err) {
+        console.error(`Cannot save session ${rt.tenant.id}/${rt.id}: ${(err as Error).message}`);
+      }
+      await rt.mcpReady;
+      await rt.mcp?.closeAll();
+    }
+    for (const res of this.#streams) res.destroy();
+    for (const s of this.#sockets) s.destroy();
+    await closed;
+  }
+
+  // --- tenants and sessions ---
+
+  #tenantDir(tenant: TenantConfig): string {
+    return path.join(this.#options.dataDir, "tenants", tenant.id);
+  }
+
+  #workspace(tenant: TenantConfig): string {
+    const ws = path.join(this.#tenantDir(tenant), "workspace");
+    fs.mkdirSync(ws, { recursive: true });
+    return ws;
+  }
+
+  #provider(tenant: TenantConfig): ProviderClient {
+    let p = this.#providers.get(tenant.id);
+    if (!p) {
+      // One provider per tenant: credentials never cross tenants (manual §18.4).
+      p = this.#options.providerFor?.(tenant) ??
+        new OpenAIProvider({ apiKey: tenant.apiKey, baseURL: tenant.baseURL });
+      this.#providers.set(tenant.id, p);
+    }
+    return p;
+  }
+
+  #sessionDir(tenant: TenantConfig, id: string): string {
+    return path.join(this.#tenantDir(tenant), "sessions", id);
+  }
+
+  /** The session's runtime; restored from disk after a restart; `null` when it does not exist. */
+  #runtime(tenant: TenantConfig, id: string, create = false): SessionRuntime | null {
+    if (!SESSION_ID_RE.test(id)) return null;
+    const key = `${tenant.id}/${id}`;
+    const known = this.#sessions.get(key);
+    if (known) return known;
+    const dir = this.#sessionDir(tenant, id);
+    if (!create && !fs.existsSync(dir)) return null;
+    fs.mkdirSync(dir, { recursive: true });
+    const stateDir = path.join(dir, "state");
+    const workspace = this.#workspace(tenant);
+    const saved = FileLogHook.loadState(id, stateDir);
+    const hook = new FileLogHook(id, stateDir);
+    const limits: EngineLimits = this.#options.limits;
+    const engine = createDefaultEngine({
+      workspace,
+      model: tenant.model ?? this.#options.model,
+      provider: this.#provider(tenant),
+      mode: Mode.INTERACTIVE,
+      toolResultDir: path.join(dir, "tool-results"),
+      vcs: { mode: this.#options.vcsMode, sessionId: id },
+      messages: saved?.messages,
+      hook,
+      lang: "en",
+      maxIterations: limits.maxIterations,
+      contextWindow: limits.contextWindow,
+      thresholdPct: limits.thresholdPct,
+      softThresholdPct: limits.softThresholdPct,
+      capTokens: limits.capTokens,
+    });
+    if (saved) FileLogHook.applyState(engine, saved);
+    hook.attach(engine);
+    const rt: SessionRuntime = {
+      tenant,
+      id,
+      engine,
+      hook,
+      mcp: null,
+      mcpReady: Promise.resolve(),
+      vcs: null,
+      queue: Promise.resolve(),
+      waiting: 0,
+      pending: new Map(),
+    };
+    if (this.#options.vcsMode !== "off") {
+      const plan = resolveVcsPlan(workspace, { mode: this.#options.vcsMode });
+      if (plan.mode !== "off") rt.vcs = new SessionVcs(plan, id);
+    }
+    // MCP: the tenant's own config, outside the workspace the agent can write; the engine's
+    // own registry; no server secrets for `${VAR}` (only PATH and HOME).
+    const { configs, warnings } = loadMcpConfigFile(path.join(this.#tenantDir(tenant), "mcp.json"));
+    for (const w of warnings) console.error(`mcp (${tenant.id}): ${w}`);
+    if (configs.length) {
+      const env = { PATH: process.env.PATH, HOME: workspace };
+      rt.mcp = new McpManager(engine.registry, configs, { builtin: { workspace, env }, env });
+      rt.mcpReady = rt.mcp.connectAll().then(
+        (r) => {
+          for (const f of r.failed) console.error(`mcp (${tenant.id}): ${JSON.stringify(f)}`);
+        },
+        (err) => console.error(`mcp (${tenant.id}): ${(err as Error).message}`),
+      );
+    }
+    engine.setApprover((request) =>
+      new Promise<ApprovalOutcome>((resolve) => {
+        const reqId = request.toolCallId ?? `approval-${randomUUID()}`;
+        // A timeout answers DENY (checklist §19: a fallback for timeout/disconnect).
+        const timer = setTimeout(
+          () => this.#settle(rt, reqId, ApprovalOutcome.DENY),
+          this.#options.approvalTimeoutMs,
+        );
+        rt.pending.set(reqId, { request, resolve, timer });
+      })
+    );
+    this.#sessions.set(key, rt);
+    return rt;
+  }
+
+  #settle(rt: SessionRuntime, reqId: string, outcome: ApprovalOutcome): boolean {
+    const p = rt.pending.get(reqId);
+    if (!p) return false;
+    clearTimeout(p.timer);
+    rt.pending.delete(reqId);
+    p.resolve(outcome);
+    return true;
+  }
+
+  #denyAll(rt: SessionRuntime): void {
+    for (const reqId of [...rt.pending.keys()]) this.#settle(rt, reqId, ApprovalOutcome.DENY);
+  }
+
+  // --- HTTP ---
+
+  async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    try {
+      await this.#route(req, res);
+    } catch (err) {
+      const status = err instanceof HttpError ? err.status : 500;
+      if (status === 500) console.error(err);
+      if (!res.headersSent) {
+        this.#json(res, status, {
+          error: status === 500 ? "internal error" : (err as Error).message,
+        });
+      } else res.end();
+    }
+  }
+
+  #json(res: ServerResponse, status: number, body: unknown, extra: Record<string, string> = {}) {
+    const text = JSON.stringify(body);
+    res.writeHead(status, {
+      ...SECURITY_HEADERS,
+      "content-type": "application/json; charset=utf-8",
+      "cache-control": "no-store",
+      "content-length": String(Buffer.byteLength(text)),
+      ...extra,
+    });
+    res.end(text);
+  }
+
+  /** Reads a JSON object body of at most `maxBodyBytes` (413 beyond, 400 when not JSON). */
+  async #body(req: IncomingMessage): Promise<Record<string, unknown>> {
+    const max = this.#options.maxBodyBytes;
+    const declared = Number(req.headers["content-length"] ?? "0");
+    if (declared > max) throw new HttpError(413, `request body over ${max} bytes`);
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of req) {
+      size += (chunk as Buffer).length;
+      if (size > max) throw new HttpError(413, `request body over ${max} bytes`);
+      chunks.push(chunk as Buffer);
+    }
+    if (size === 0) return {};
+    try {
+      const v = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+      if (v && typeof v === "object" && !Array.isArray(v)) return v;
+    } catch {
+      // answered below
+    }
+    throw new HttpError(400, "the body must be a JSON object");
+  }
+
+  /** The tenant of the bearer token, or a 401. */
+  #auth(req: IncomingMessage): TenantConfig {
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(String(req.headers.authorization ?? ""));
+    const tenant = m ? this.#tenantsByHash.get(sha256(m[1])) : undefined;
+    if (!tenant) throw new HttpError(401, "unauthorized");
+    return tenant;
+  }
+
+  async #route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? "/", "http://localhost");
+    const parts = url.pathname.split("/").filter(Boolean);
+    const method = req.method ?? "GET";
+    if (parts[0] !== "sessions") {
+      const file = method === "GET" ? await asset(url.pathname) : null;
+      if (!file) throw new HttpError(404, "not found");
+      res.writeHead(200, {
+        ...SECURITY_HEADERS,
+        "content-type": file.type,
+        "cache-control": "no-cache",
+      });
+      res.end(file.body);
+      return;
+    }
+    if (this.#closing) throw new HttpError(503, "shutting down");
+    let tenant: TenantConfig;
+    try {
+      tenant = this.#auth(req);
+    } catch (err) {
+      // Drain nothing, tell nothing: the same answer for every unauthorised request.
+      this.#json(res, 401, { error: "unauthorized" }, { "www-authenticate": "Bearer" });
+      void err;
+      return;
+    }
+    if (parts.length === 1) {
+      if (method === "GET") return this.#json(res, 200, { sessions: this.#list(tenant) });
+      if (method === "POST") {
+        await this.#body(req);
+        const id = `s-${randomUUID().replaceAll("-", "").slice(0, 16)}`;
+        this.#runtime(tenant, id, true);
+        return this.#json(res, 201, { id });
+      }
+      throw new HttpError(404, "not found");
+    }
+    const rt = this.#runtime(tenant, parts[1]);
+    if (!rt) throw new HttpError(404, "not found"); // also another tenant's session
+    const action = parts[2];
+    if (parts.length === 2 && method === "GET") return this.#json(res, 200, this.#describe(rt));
+    if (parts.length === 3 && method === "POST" && action === "messages") {
+      const body = await this.#body(req);
+      if (typeof body.text !== "string" || body.text.trim() === "") {
+        throw new HttpError(400, "text must be a non-empty string");
+      }
+      const text = body.text;
+      return this.#streamTurn(rt, res, () => rt.engine.run(text));
+    }
+    if (parts.length === 3 && method === "POST" && action === "resume") {
+      await this.#body(req);
+      return this.#streamTurn(rt, res, () => rt.engine.resume());
+    }
+    if (parts.length === 3 && method === "POST" && action === "interrupt") {
+      await this.#body(req);
+      const running = rt.engine.running;
+      rt.engine.requestInterrupt();
+      this.#denyAll(rt);
+      return this.#json(res, 200, { interrupted: running });
+    }
+    if (parts.length === 4 && method === "POST" && action === "approvals") {
+      const body = await this.#body(req);
+      const outcome = String(body.outcome ?? "");
+      if (!OUTCOMES.has(outcome)) {
+        throw new HttpError(400, "outcome must be once, always_tool, always_command or deny");
+      }
+      if (!this.#settle(rt, parts[3], outcome as ApprovalOutcome)) {
+        throw new HttpError(404, "no such pending approval");
+      }
+      return this.#json(res, 200, { ok: true });
+    }
+    if (parts.length === 3 && method === "GET" && action === "turns") {
+      const turns = rt.vcs ? await rt.vcs.listTurns() : [];
+      return this.#json(res, 200, {
+        enabled: rt.vcs !== null,
+        turns: turns.map((t) => ({ turn: t.turn, status: t.status, time: t.time, files: t.files })),
+      });
+    }
+    if (parts.length === 5 && method === "GET" && action === "turns" && parts[4] === "diff") {
+      const n = Number(parts[3]);
+      if (!rt.vcs || !Number.isInteger(n) || n < 1) throw new HttpError(404, "not found");
+      try {
+        return this.#json(res, 200, { turn: n, patch: await rt.vcs.diffTurn(n) });
+      } catch {
+        throw new HttpError(404, "not found");
+      }
+    }
+    throw new HttpError(404, "not found");
+  }
+
+  #list(tenant: TenantConfig): { id: string; running: boolean }[] {
+    let ids: string[] = [];
+    try {
+      ids = fs.readdirSync(path.join(this.#tenantDir(tenant), "sessions"))
+        .filter((id) => SESSION_ID_RE.test(id)).sort();
+    } catch {
+      // no sessions yet
+    }
+    return ids.map((id) => ({
+      id,
+      running: this.#sessions.get(`${tenant.id}/${id}`)?.engine.running ?? false,
+    }));
+  }
+
+  #describe(rt: SessionRuntime): Record<string, unknown> {
+    const pending = [...rt.pending.entries()].map(([reqId, p]) => ({
+      reqId,
+      name: p.request.toolName,
+      arguments: p.request.arguments,
+      reason: p.request.reason,
+      fields: approvalFields(p.request),
+    }));
+    return {
+      id: rt.id,
+      running: rt.engine.running,
+      messages: transcript(rt.engine.messages),
+      pendingApprovals: pending,
+      // Calls left without results by a restart: POST /resume asks for them again.
+      needsResume: !rt.engine.running && pendingCalls(rt.engine.messages).length > 0,
+      vcs: rt.vcs !== null,
+    };
+  }
+
+  /**
+   * Runs a turn in the session's queue and forwards its events as SSE, one frame per event,
+   * written as they come and waiting for the socket to drain (manual §9.3, checklist §19).
+   */
+  async #streamTurn(
+    rt: SessionRuntime,
+    res: ServerResponse,
+    start: () => EventStream<WsEvent>,
+  ): Promise<void> {
+    if (rt.waiting >= (this.#options.maxQueuedTurns ?? 4)) {
+      throw new HttpError(429, "too many turns queued for this session");
+    }
+    res.writeHead(200, {
+      ...SECURITY_HEADERS,
+      "content-type": "text/event-stream; charset=utf-8",
+      "cache-control": "no-cache, no-store",
+      connection: "keep-alive",
+      "x-accel-buffering": "no",
+    });
+    res.write(": start\n\n");
+    this.#streams.add(res);
+    let gone = false;
+    let active = false;
+    const onClose = () => {
+      if (res.writableFinished) return;
+      gone = true;
+      if (this.#closing) return; // a graceful stop keeps pending approvals for the next start
+      if (active) {
+        // Disconnect: pending approvals are denied and the turn is interrupted (manual §9.3).
+        this.#denyAll(rt);
+        rt.engine.requestInterrupt();
+      }
+    };
+    res.on("close", onClose);
+    const keepAlive = setInterval(() => {
+      if (!gone) res.write(": ping\n\n");
+    }, this.#options.keepAliveMs ?? 15_000);
+    const write = async (frame: string) => {
+      if (gone) return;
+      if (!res.write(frame)) {
+        await new Promise<void>((resolve) => {
+          res.once("drain", resolve);
+          res.once("close", resolve);
+        });
+      }
+    };
+    rt.waiting++;
+    const task = rt.queue.then(async () => {
+      rt.waiting--;
+      if (gone || this.#closing) return; // the client left while the turn was queued
+      active = true;
+      await rt.mcpReady;
+      try {
+        for await (const event of start()) {
+          await write(
+            `id: ${event.data.seq}\nevent: ${event.type}\ndata: ${
+              JSON.stringify(
+                event.type === "permission_required"
+                  ? { ...event.data, fields: approvalFields(event.data as { name: string }) }
+                  : event.data,
+              )
+            }\n\n`,
+          );
+        }
+      } catch (err) {
+        // Host mistakes thrown after the events (DESIGN §3).
+        await write(
+          `event: server_error\ndata: ${JSON.stringify({ error: (err as Error).message })}\n\n`,
+        );
+      } finally {
+        active = false;
+      }
+    });
+    rt.queue = task.catch(() => {});
+    try {
+      await task;
+    } finally {
+      clearInterval(keepAlive);
+      res.off("close", onClose);
+      this.#streams.delete(res);
+      if (!gone) res.end();
+    }
+  }
+}

@@ -1,0 +1,82 @@
+/**
+ * Test helper for store/worker tests: an engine against a MockOpenAIServer with scripted tools,
+ * and a script where each session calls one tool and then answers (issue 11).
+ *
+ * @module
+ */
+import {
+  Mode,
+  OpenAIProvider,
+  PermissionEngine,
+  RiskClass,
+  ToolRegistry,
+  TurnEngine,
+} from "../mod.ts";
+import type { Message } from "../providers/mod.ts";
+import type { RecordedRequest, ScriptedTurn } from "../testing/mod.ts";
+
+/** Options of {@link makeEngine}. */
+export interface TestEngineOptions {
+  /** The server's base URL. */
+  baseURL: string;
+  /** Workspace folder. */
+  workspace: string;
+  /** History to start from. */
+  messages?: Message[];
+  /** The `act` tool's implementation. */
+  act: (args: Record<string, unknown>, ctx?: { idempotencyKey?: string }) => unknown;
+  /** Declare `act` idempotent. */
+  idempotent?: boolean;
+  /** `act` needs approval. */
+  approval?: boolean;
+}
+
+/** A TurnEngine with one tool, `act` (EXEC-class: side-effecting unless declared otherwise). */
+export function makeEngine(o: TestEngineOptions): TurnEngine {
+  const registry = new ToolRegistry();
+  registry.register(
+    (args, ctx) => o.act(args, ctx),
+    {
+      category: "test",
+      riskLevel: "high",
+      capabilities: [],
+      requiresApproval: o.approval ?? false,
+      riskClass: RiskClass.EXEC,
+      ...(o.idempotent !== undefined ? { idempotent: o.idempotent } : {}),
+    },
+    {
+      type: "function",
+      function: { name: "act", parameters: { type: "object", properties: {} } },
+    },
+  );
+  return new TurnEngine({
+    provider: new OpenAIProvider({
+      apiKey: "test",
+      baseURL: o.baseURL,
+      apiMode: "chat",
+      maxRetries: 0,
+    }),
+    registry,
+    permissions: new PermissionEngine({
+      workspaceRoot: o.workspace,
+      mode: o.approval ? Mode.INTERACTIVE : Mode.AUTO,
+    }),
+    model: "test-model",
+    instructions: "test",
+    messages: o.messages,
+    networkRetryBaseMs: 10,
+  });
+}
+
+/**
+ * The script: a request whose last message is a tool result gets a final answer (quoting the
+ * result); any other gets one `act` call. Answer text comes in several deltas.
+ */
+export function actThenAnswer(req: RecordedRequest): ScriptedTurn {
+  const messages = (req.body?.messages ?? []) as { role: string; content?: unknown }[];
+  const last = messages.at(-1);
+  if (last?.role === "tool") {
+    return { text: ["done", " after", " ", String(last.content ?? "").slice(0, 60)] };
+  }
+  return { toolCalls: [{ name: "act", arguments: {} }] };
+}
