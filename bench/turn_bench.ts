@@ -19,7 +19,7 @@
  *
  * @module
  */
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import path from "node:path";
 import process from "node:process";
 import { createInterface } from "node:readline";
@@ -90,8 +90,15 @@ interface Turn {
   firstDeltaMs: number;
 }
 
-const server = await new MockOpenAIServer({ turns: (r) => scriptFor(r) }).start();
 const config = benchConfig();
+// Install the peers once, before four processes would race to fill the same node_modules.
+const install = spawnSync(
+  process.execPath,
+  ["cache", "--quiet", "--config", config, path.join(ROOT, "bench", "_turn_client.ts")],
+  { stdio: "inherit" },
+);
+if (install.status !== 0) throw new Error("Cannot install the benchmark's peer libraries");
+const server = await new MockOpenAIServer({ turns: (r) => scriptFor(r) }).start();
 const clients = CONTENDERS.map((name) => new Client(name, server.baseURL, config));
 const full = modelFor(FULL);
 const small = modelFor(SMALL);

@@ -340,6 +340,9 @@ export class McpManager {
       throw new McpConfigError(`Cannot connect MCP server "${name}": it is not configured`);
     }
     this.#closed = false;
+    // Closing the old client drops its tools (and so their place in the loaded set) for a moment;
+    // a reconnect must give back the same loaded set (refresh keeps what search loaded).
+    const loadedBefore = [...this.#loaded.keys()];
     const old = this.#clients.get(name);
     if (old) await old.close();
     const client = this.#newClient(config);
@@ -347,7 +350,10 @@ export class McpManager {
     try {
       await client.connect();
     } finally {
-      if (this.#clients.get(name) === client) this.#sync();
+      if (this.#clients.get(name) === client) {
+        this.#sync();
+        this.#restoreLoaded(loadedBefore);
+      }
     }
     for (const w of client.warnings) this.#log("warn", `[mcp:${name}] ${w}`);
   }
@@ -442,6 +448,15 @@ export class McpManager {
       if (this.#registry.get(meta)?.source === "mcp") names.push(meta);
     }
     return names;
+  }
+
+  /** Puts back loaded tools that exist again, in their least-recently-used order. */
+  #restoreLoaded(names: string[]): void {
+    const now = [...this.#loaded.keys()];
+    const order = [...names.filter((n) => this.#entries.has(n)), ...now];
+    if (order.length === now.length) return;
+    this.#loaded = new Map(order.map((n) => [n, true] as const));
+    this.#applyMode();
   }
 
   /** Recomputes names, registrations and the lazy decision from the clients' tool lists. */

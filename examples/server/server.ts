@@ -165,7 +165,8 @@ export class AgentServer {
   readonly #providers = new Map<string, ProviderClient>();
   readonly #sessions = new Map<string, SessionRuntime>();
   readonly #sockets = new Set<Socket>();
-  readonly #streams = new Set<ServerResponse>();
+  /** Open SSE responses and their keep-alive timers. */
+  readonly #streams = new Map<ServerResponse, ReturnType<typeof setInterval>>();
   #server: Server | undefined;
   #closing = false;
   #url = "";
@@ -238,7 +239,11 @@ export class AgentServer {
       await rt.mcpReady;
       await rt.mcp?.closeAll();
     }
-    for (const res of this.#streams) res.destroy();
+    for (const [res, timer] of this.#streams) {
+      clearInterval(timer);
+      res.destroy();
+    }
+    this.#streams.clear();
     for (const s of this.#sockets) s.destroy();
     await closed;
   }
@@ -302,6 +307,11 @@ export class AgentServer {
     });
     if (saved) FileLogHook.applyState(engine, saved);
     hook.attach(engine);
+    // This server has no UI for questions, plans or extra folders: the model does not see those
+    // tools rather than calling them into a void (checklist §19: handlers "si se usan").
+    for (const name of ["ask_user", "propose_plan", "request_directory"]) {
+      engine.registry.disable(name);
+    }
     const rt: SessionRuntime = {
       tenant,
       id,
@@ -559,7 +569,6 @@ export class AgentServer {
       "x-accel-buffering": "no",
     });
     res.write(": start\n\n");
-    this.#streams.add(res);
     let gone = false;
     let active = false;
     const onClose = () => {
@@ -576,6 +585,7 @@ export class AgentServer {
     const keepAlive = setInterval(() => {
       if (!gone) res.write(": ping\n\n");
     }, this.#options.keepAliveMs ?? 15_000);
+    this.#streams.set(res, keepAlive);
     const write = async (frame: string) => {
       if (gone) return;
       if (!res.write(frame)) {

@@ -79,6 +79,9 @@ test("two tenants run turns in parallel and never see each other's files, sessio
   assert.ok(s.models.acme.requests.every((r) => r.headers.authorization === "Bearer key-of-acme"));
   assert.ok(s.models.beta.requests.every((r) => r.headers.authorization === "Bearer key-of-beta"));
   assert.equal(s.models.acme.requests.length, 2);
+  const offered = JSON.stringify(s.models.acme.requests[0].body?.tools);
+  assert.match(offered, /write_file/);
+  assert.doesNotMatch(offered, /ask_user|propose_plan|request_directory/);
   // Sessions: each tenant lists only its own, and cannot open the other's.
   const list = await call(`${s.url}/sessions`, s.tenants.acme.token, "GET");
   assert.deepEqual((list.body.sessions as { id: string }[]).map((x) => x.id), [a]);
