@@ -4,15 +4,11 @@
 // examples/server/ are their runnable form (tested beside them).
 import { afterEach, test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import process from "node:process";
-import { MockOpenAIServer, type ScriptedTurn } from "../testing/mod.ts";
-import { removeDir, tempWorkspace } from "./_util.ts";
+import type { ScriptedTurn } from "../testing/mod.ts";
+import { cleanUpSamples, lastJson, runSample as runManualSample } from "./_manual.ts";
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
+afterEach(cleanUpSamples);
 
 const isDeno = typeof (globalThis as { Deno?: unknown }).Deno !== "undefined";
 const nodeFlags = process.execArgv.filter((a) => /^--(experimental|no-warnings)/.test(a));
@@ -20,39 +16,8 @@ const skip = isDeno || nodeFlags.some((a) => a.includes("transform-types"))
   ? false
   : "the samples are TypeScript modules: run with Deno or node --experimental-transform-types";
 
-async function runSample(
-  file: string,
-  turns: ScriptedTurn[],
-): Promise<{ code: number | null; out: string; err: string; server: MockOpenAIServer }> {
-  const ws = tempWorkspace();
-  cleanups.push(() => removeDir(ws));
-  const server = await new MockOpenAIServer({ turns }).start();
-  cleanups.push(() => server.close());
-  const path = new URL(`./manual/${file}`, import.meta.url).pathname;
-  return await new Promise((resolve, reject) => {
-    const args = isDeno ? ["run", "-A", path] : [...nodeFlags, path];
-    const child = spawn(process.execPath, args, {
-      cwd: ws,
-      env: {
-        ...process.env,
-        OPENAI_BASE_URL: server.baseURL,
-        OPENAI_API_KEY: "sample-key",
-        OPENAI_MODEL: "sample-model",
-        NO_COLOR: "1",
-      },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let out = "";
-    let err = "";
-    child.stdout.on("data", (d) => (out += d));
-    child.stderr.on("data", (d) => (err += d));
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, out, err, server }));
-  });
-}
-
-function lastJson(out: string): Record<string, unknown> {
-  return JSON.parse(out.trim().split("\n").at(-1) ?? "");
+function runSample(file: string, turns: ScriptedTurn[]) {
+  return runManualSample(file, { turns });
 }
 
 test("§9.3: a turn is forwarded as SSE frames by the Express-style handler", { skip }, async () => {

@@ -3,17 +3,12 @@
 // temporary workspace.
 import { afterEach, test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
-import process from "node:process";
-import { MockOpenAIServer, type ScriptedTurn } from "../testing/mod.ts";
-import { removeDir, tempWorkspace } from "./_util.ts";
+import type { ScriptedTurn } from "../testing/mod.ts";
+import { cleanUpSamples, lastJson, runSample as runManualSample } from "./_manual.ts";
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
+afterEach(cleanUpSamples);
 
 const isDeno = typeof (globalThis as { Deno?: unknown }).Deno !== "undefined";
 const skip = isDeno ? false : "the samples are run as modules by the Deno binary";
@@ -22,40 +17,13 @@ async function runSample(
   file: string,
   turns: ScriptedTurn[],
   files: Record<string, string> = {},
-): Promise<
-  { code: number | null; out: string; err: string; server: MockOpenAIServer; ws: string }
-> {
-  const ws = tempWorkspace(files);
-  cleanups.push(() => removeDir(ws));
-  const server = new MockOpenAIServer({ turns });
-  await server.start();
-  cleanups.push(() => server.close());
-  const sample = new URL(`./manual/${file}`, import.meta.url).pathname;
-  return await new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["run", "-A", sample], {
-      cwd: ws,
-      env: {
-        ...process.env,
-        OPENAI_BASE_URL: server.baseURL,
-        OPENAI_API_KEY: "sample-key",
-        OPENAI_MODEL: "sample-model",
-        OPENAI_MAX_RETRIES: "0",
-        NETWORK_RETRY_MAX: "0",
-        NO_COLOR: "1",
-      },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let out = "";
-    let err = "";
-    child.stdout.on("data", (d) => (out += d));
-    child.stderr.on("data", (d) => (err += d));
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, out, err, server, ws }));
+) {
+  const run = await runManualSample(file, {
+    turns,
+    files,
+    env: { OPENAI_MAX_RETRIES: "0", NETWORK_RETRY_MAX: "0" },
   });
-}
-
-function lastJson(out: string): Record<string, unknown> {
-  return JSON.parse(out.trim().split("\n").at(-1) ?? "");
+  return { ...run, ws: run.workspace };
 }
 
 test("§11.1–11.2: a CompositeHook feeds every member; a throwing hook does not stop the turn", {

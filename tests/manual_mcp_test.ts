@@ -2,18 +2,13 @@
 // fresh temporary workspace whose .agent/mcp.json points at real servers from npm.
 import { afterEach, test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
-import process from "node:process";
 import { loadMcpConfigFile, normalizeMcpConfigs } from "../mcp/mod.ts";
 import { EVERYTHING_ENTRY, FIXTURES, MEMORY_ENTRY, needReal } from "../mcp/_test_util.ts";
-import { removeDir, tempWorkspace } from "./_util.ts";
+import { cleanUpSamples, lastJson, runSample as runManualSample } from "./_manual.ts";
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
+afterEach(cleanUpSamples);
 
 const isDeno = typeof (globalThis as { Deno?: unknown }).Deno !== "undefined";
 const skip = isDeno
@@ -21,26 +16,12 @@ const skip = isDeno
   : "the samples are run by the Deno binary";
 
 async function runSample(file: string, mcpJson: unknown): Promise<Record<string, unknown>> {
-  const ws = tempWorkspace({ ".agent/mcp.json": JSON.stringify(mcpJson) });
-  cleanups.push(() => removeDir(ws));
-  const sample = new URL(`./manual/${file}`, import.meta.url).pathname;
-  const { code, out, err } = await new Promise<{ code: number | null; out: string; err: string }>(
-    (resolve, reject) => {
-      const child = spawn(process.execPath, ["run", "-A", sample], {
-        cwd: ws,
-        env: { ...process.env, NO_COLOR: "1", EVERYTHING_ENTRY, MEMORY_ENTRY },
-        stdio: ["ignore", "pipe", "pipe"],
-      });
-      let out = "";
-      let err = "";
-      child.stdout.on("data", (d) => (out += d));
-      child.stderr.on("data", (d) => (err += d));
-      child.on("error", reject);
-      child.on("close", (code) => resolve({ code, out, err }));
-    },
-  );
+  const { code, out, err } = await runManualSample(file, {
+    files: { ".agent/mcp.json": JSON.stringify(mcpJson) },
+    env: { EVERYTHING_ENTRY, MEMORY_ENTRY },
+  });
   assert.equal(code, 0, out + err);
-  return JSON.parse(out.trim().split("\n").at(-1) ?? "");
+  return lastJson(out);
 }
 
 test(

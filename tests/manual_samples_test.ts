@@ -3,83 +3,36 @@
 // MockOpenAIServer, each in a fresh temporary workspace.
 import { afterEach, test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import process from "node:process";
-import { MockOpenAIServer, type ScriptedTurn } from "../testing/mod.ts";
-import { removeDir, tempWorkspace } from "./_util.ts";
+import { cleanUpSamples, lastJson, runSample, sampleSkip } from "./_manual.ts";
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-
-const isDeno = typeof (globalThis as { Deno?: unknown }).Deno !== "undefined";
-// Under Node (npm/ci.ts: --experimental-transform-types) a sample runs with this process's flags.
-const nodeFlags = process.execArgv.filter((a) => /^--(experimental|no-warnings)/.test(a));
-const skip = isDeno || nodeFlags.some((a) => a.includes("transform-types"))
-  ? false
-  : "the samples are TypeScript modules: run with Deno or node --experimental-transform-types";
-
-async function runSample(
-  file: string,
-  turns: ScriptedTurn[],
-  files: Record<string, string> = {},
-): Promise<{ code: number | null; out: string; err: string; server: MockOpenAIServer }> {
-  const ws = tempWorkspace(files);
-  cleanups.push(() => removeDir(ws));
-  const server = new MockOpenAIServer({ turns });
-  await server.start();
-  cleanups.push(() => server.close());
-  const path = new URL(`./manual/${file}`, import.meta.url).pathname;
-  return await new Promise((resolve, reject) => {
-    const args = isDeno ? ["run", "-A", path] : [...nodeFlags, path];
-    const child = spawn(process.execPath, args, {
-      cwd: ws,
-      env: {
-        ...process.env,
-        OPENAI_BASE_URL: server.baseURL,
-        OPENAI_API_KEY: "sample-key",
-        OPENAI_MODEL: "sample-model",
-        NO_COLOR: "1",
-      },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let out = "";
-    let err = "";
-    child.stdout.on("data", (d) => (out += d));
-    child.stderr.on("data", (d) => (err += d));
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, out, err, server }));
-  });
-}
-
-function lastJson(out: string): Record<string, unknown> {
-  const line = out.trim().split("\n").at(-1) ?? "";
-  return JSON.parse(line);
-}
+afterEach(cleanUpSamples);
+const skip = sampleSkip;
 
 test(
   "§4: the five-minute script runs a turn with a tool, a question and an approval",
   { skip },
   async () => {
-    const { code, out, err } = await runSample("sec04_quickstart.ts", [
-      { toolCalls: [{ id: "l", name: "list_files", arguments: { path: "." } }] },
-      {
-        toolCalls: [{
-          id: "q",
-          name: "ask_user",
-          arguments: { question: "中文还是英文?", options: ["中文", "English"] },
-        }],
-      },
-      {
-        toolCalls: [{
-          id: "w",
-          name: "write_file",
-          arguments: { path: "SUMMARY.md", content: "x" },
-        }],
-      },
-      { text: ["这是一个", "示例项目。"] },
-    ], { "README.md": "# demo\n" });
+    const { code, out, err } = await runSample("sec04_quickstart.ts", {
+      turns: [
+        { toolCalls: [{ id: "l", name: "list_files", arguments: { path: "." } }] },
+        {
+          toolCalls: [{
+            id: "q",
+            name: "ask_user",
+            arguments: { question: "中文还是英文?", options: ["中文", "English"] },
+          }],
+        },
+        {
+          toolCalls: [{
+            id: "w",
+            name: "write_file",
+            arguments: { path: "SUMMARY.md", content: "x" },
+          }],
+        },
+        { text: ["这是一个", "示例项目。"] },
+      ],
+      files: { "README.md": "# demo\n" },
+    });
     assert.equal(code, 0, out + err);
     assert.match(out, /\[工具\] list_files/);
     assert.match(out, /\[工具结束\] list_files: ok/);
@@ -92,7 +45,7 @@ test(
 );
 
 test("§6.1: createDefaultEngine assembles model, mode, workspace and tools", { skip }, async () => {
-  const { code, out, err } = await runSample("sec06_1_default_engine.ts", []);
+  const { code, out, err } = await runSample("sec06_1_default_engine.ts");
   assert.equal(code, 0, out + err);
   const r = lastJson(out);
   assert.equal(r.model, "deepseek-chat");
@@ -107,11 +60,16 @@ test(
   "§6.2: a hand-assembled TurnEngine runs allowlisted commands and asks for writes",
   { skip },
   async () => {
-    const { code, out, err, server } = await runSample("sec06_2_manual_engine.ts", [
-      { toolCalls: [{ id: "s", name: "run_shell", arguments: { command: "ls" } }] },
-      { toolCalls: [{ id: "w", name: "write_file", arguments: { path: "a.txt", content: "a" } }] },
-      { text: "done" },
-    ], { "data.csv": "a,b\n" });
+    const { code, out, err, server } = await runSample("sec06_2_manual_engine.ts", {
+      turns: [
+        { toolCalls: [{ id: "s", name: "run_shell", arguments: { command: "ls" } }] },
+        {
+          toolCalls: [{ id: "w", name: "write_file", arguments: { path: "a.txt", content: "a" } }],
+        },
+        { text: "done" },
+      ],
+      files: { "data.csv": "a,b\n" },
+    });
     assert.equal(code, 0, out + err);
     assert.equal(out.trim(), "run_shell:ok write_file:denied turn_end:completed");
     const system = (server.requests[0].body as { messages?: { content: string }[] }).messages
@@ -121,7 +79,7 @@ test(
 );
 
 test("§6.3: runtime properties and methods change the engine", { skip }, async () => {
-  const { code, out, err } = await runSample("sec06_3_runtime.ts", []);
+  const { code, out, err } = await runSample("sec06_3_runtime.ts");
   assert.equal(code, 0, out + err);
   assert.deepEqual(lastJson(out), {
     model: "another-model",
@@ -133,23 +91,25 @@ test("§6.3: runtime properties and methods change the engine", { skip }, async 
 });
 
 test("§7.2: a custom tool is registered, approved and called", { skip }, async () => {
-  const { code, out, err, server } = await runSample("sec07_2_custom_tool.ts", [
-    { toolCalls: [{ id: "o", name: "query_order", arguments: { order_id: "A-7" } }] },
-    { text: "已发货" },
-  ]);
+  const { code, out, err, server } = await runSample("sec07_2_custom_tool.ts", {
+    turns: [
+      { toolCalls: [{ id: "o", name: "query_order", arguments: { order_id: "A-7" } }] },
+      { text: "已发货" },
+    ],
+  });
   assert.equal(code, 0, out + err);
   assert.deepEqual(lastJson(out), { source: "myapp", asked: ["query_order"], status: "ok" });
   assert.match(JSON.stringify(server.requests[1].body), /shipped/);
 });
 
 test("§7.3: the read-only tool set has read_file and list_files only", { skip }, async () => {
-  const { code, out, err } = await runSample("sec07_3_readonly.ts", []);
+  const { code, out, err } = await runSample("sec07_3_readonly.ts");
   assert.equal(code, 0, out + err);
   assert.equal(out.trim(), "read_file,list_files");
 });
 
 test("§8.5: allowlist rules: word boundary, no compound commands", { skip }, async () => {
-  const { code, out, err } = await runSample("sec08_5_allowlist.ts", []);
+  const { code, out, err } = await runSample("sec08_5_allowlist.ts");
   assert.equal(code, 0, out + err);
   assert.deepEqual(lastJson(out), {
     risk: true,
@@ -164,9 +124,11 @@ test(
   "§10: OpenAIProvider, a host provider on the §10.2 contract, reasoningEffort",
   { skip },
   async () => {
-    const { code, out, err, server } = await runSample("sec10_provider.ts", [
-      { text: "real provider" },
-    ]);
+    const { code, out, err, server } = await runSample("sec10_provider.ts", {
+      turns: [
+        { text: "real provider" },
+      ],
+    });
     assert.equal(code, 0, out + err);
     assert.deepEqual(lastJson(out), {
       text: "custom provider works",
@@ -181,11 +143,13 @@ test(
 );
 
 test("§12.1–12.2: multi-turn history and an interrupt from elsewhere", { skip }, async () => {
-  const { code, out, err } = await runSample("sec12_turn_control.ts", [
-    { text: "结构如下" },
-    { text: "已修改" },
-    { toolCalls: [{ id: "s", name: "run_shell", arguments: { command: "sleep 303" } }] },
-  ]);
+  const { code, out, err } = await runSample("sec12_turn_control.ts", {
+    turns: [
+      { text: "结构如下" },
+      { text: "已修改" },
+      { toolCalls: [{ id: "s", name: "run_shell", arguments: { command: "sleep 303" } }] },
+    ],
+  });
   assert.equal(code, 0, out + err);
   assert.deepEqual(lastJson(out), {
     users: ["先看一下项目结构", "把 README 里的示例改成 TypeScript", "run a long command"],

@@ -3,58 +3,30 @@
 // workspace (DESIGN §7: §8.4 → sandbox issue).
 import { afterEach, test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import process from "node:process";
 import { resolveSandbox } from "../permissions/mod.ts";
-import { MockOpenAIServer, type ScriptedTurn } from "../testing/mod.ts";
+import type { ScriptedTurn } from "../testing/mod.ts";
 import { removeDir, tempWorkspace } from "./_util.ts";
+import { cleanUpSamples, runSample as runManualSample, sampleSkip } from "./_manual.ts";
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
+  await cleanUpSamples();
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-const isDeno = typeof (globalThis as { Deno?: unknown }).Deno !== "undefined";
-const nodeFlags = process.execArgv.filter((a) => /^--(experimental|no-warnings)/.test(a));
 const bwrapWorks = process.platform === "linux" && resolveSandbox({ mode: "auto" }).enforced;
 const requireReal = process.env.CI_REQUIRE_REAL === "1";
-const skip = !(isDeno || nodeFlags.some((a) => a.includes("transform-types")))
-  ? "the samples are TypeScript modules: run with Deno or node --experimental-transform-types"
+const skip = sampleSkip
+  ? sampleSkip
   : bwrapWorks || requireReal
   ? false
   : "the §8.4 sample is checked with a working bubblewrap sandbox";
 
-async function runSample(
-  file: string,
-  ws: string,
-  turns: ScriptedTurn[],
-): Promise<{ code: number | null; out: string; err: string }> {
-  const server = new MockOpenAIServer({ turns });
-  await server.start();
-  cleanups.push(() => server.close());
-  const sample = new URL(`./manual/${file}`, import.meta.url).pathname;
-  return await new Promise((resolve, reject) => {
-    const args = isDeno ? ["run", "-A", sample] : [...nodeFlags, sample];
-    const child = spawn(process.execPath, args, {
-      cwd: ws,
-      env: {
-        ...process.env,
-        OPENAI_BASE_URL: server.baseURL,
-        OPENAI_API_KEY: "sample-key",
-        OPENAI_MODEL: "sample-model",
-        NO_COLOR: "1",
-      },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let out = "";
-    let err = "";
-    child.stdout.on("data", (d) => (out += d));
-    child.stderr.on("data", (d) => (err += d));
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, out, err }));
-  });
+function runSample(file: string, ws: string, turns: ScriptedTurn[]) {
+  return runManualSample(file, { workspace: ws, turns });
 }
 
 test("§8.4: the sandbox sample runs; shellPolicy sandbox exempts confined commands", {

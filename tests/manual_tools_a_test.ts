@@ -3,55 +3,18 @@
 // workspace. Also checks that createDefaultEngine registers part A's tools (manual §7.1).
 import { afterEach, test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import process from "node:process";
 import { createDefaultEngine, RiskClass, TodoList } from "../mod.ts";
-import { MockOpenAIServer, type ScriptedTurn } from "../testing/mod.ts";
+import type { ScriptedTurn } from "../testing/mod.ts";
 import { removeDir, tempWorkspace } from "./_util.ts";
+import { cleanUpSamples, lastJson, runSample as runManualSample } from "./_manual.ts";
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
+afterEach(cleanUpSamples);
 
 const isDeno = typeof (globalThis as { Deno?: unknown }).Deno !== "undefined";
 const skip = isDeno ? false : "the samples are run as modules by the Deno binary";
 
-async function runSample(
-  file: string,
-  turns: ScriptedTurn[],
-  files: Record<string, string> = {},
-): Promise<{ code: number | null; out: string; err: string; server: MockOpenAIServer }> {
-  const ws = tempWorkspace(files);
-  cleanups.push(() => removeDir(ws));
-  const server = new MockOpenAIServer({ turns });
-  await server.start();
-  cleanups.push(() => server.close());
-  const path = new URL(`./manual/${file}`, import.meta.url).pathname;
-  return await new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["run", "-A", path], {
-      cwd: ws,
-      env: {
-        ...process.env,
-        OPENAI_BASE_URL: server.baseURL,
-        OPENAI_API_KEY: "sample-key",
-        OPENAI_MODEL: "sample-model",
-        NO_COLOR: "1",
-      },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let out = "";
-    let err = "";
-    child.stdout.on("data", (d) => (out += d));
-    child.stderr.on("data", (d) => (err += d));
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, out, err, server }));
-  });
-}
-
-function lastJson(out: string): Record<string, unknown> {
-  const line = out.trim().split("\n").at(-1) ?? "";
-  return JSON.parse(line);
+function runSample(file: string, turns: ScriptedTurn[], files: Record<string, string> = {}) {
+  return runManualSample(file, { turns, files });
 }
 
 test(
@@ -88,8 +51,14 @@ test(
 
 test("createDefaultEngine registers the git, patch and todo tools with §7.1's risk classes", () => {
   const ws = tempWorkspace();
-  cleanups.push(() => removeDir(ws));
-  const engine = createDefaultEngine({ workspace: ws, model: "m" });
+  try {
+    checkRegistrations(createDefaultEngine({ workspace: ws, model: "m" }));
+  } finally {
+    removeDir(ws);
+  }
+});
+
+function checkRegistrations(engine: ReturnType<typeof createDefaultEngine>): void {
   const expected: Record<string, RiskClass> = {
     git_log: RiskClass.READ,
     git_status: RiskClass.READ,
@@ -105,4 +74,4 @@ test("createDefaultEngine registers the git, patch and todo tools with §7.1's r
     assert.equal(spec.metadata.requiresApproval, cls === RiskClass.WRITE, name);
   }
   assert.ok(TodoList.of(engine.registry) instanceof TodoList);
-});
+}

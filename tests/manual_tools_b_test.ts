@@ -3,15 +3,10 @@
 // local MockOpenAIServer, each in a fresh temporary workspace.
 import { afterEach, test } from "node:test";
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import process from "node:process";
-import { MockOpenAIServer, type RecordedRequest, type ScriptedTurn } from "../testing/mod.ts";
-import { removeDir, tempWorkspace } from "./_util.ts";
+import type { RecordedRequest, ScriptedTurn } from "../testing/mod.ts";
+import { cleanUpSamples, runSample as runManualSample } from "./_manual.ts";
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
+afterEach(cleanUpSamples);
 
 const isDeno = typeof (globalThis as { Deno?: unknown }).Deno !== "undefined";
 const skip = isDeno ? false : "the samples are run as modules by the Deno binary";
@@ -22,41 +17,18 @@ function isSubagent(req: RecordedRequest): boolean {
   return String(messages[0]?.content ?? "").includes("只读的调研子代理");
 }
 
-async function runSample(
+function runSample(
   file: string,
   parent: ScriptedTurn[],
   sub: ScriptedTurn[],
   files: Record<string, string> = {},
-): Promise<{ code: number | null; out: string; err: string; server: MockOpenAIServer }> {
-  const ws = tempWorkspace(files);
-  cleanups.push(() => removeDir(ws));
+) {
   let p = 0;
   let s = 0;
-  const server = new MockOpenAIServer({
+  return runManualSample(file, {
     turns: (req) => (isSubagent(req) ? sub[s++] : parent[p++]) ?? { text: "(script done)" },
-  });
-  await server.start();
-  cleanups.push(() => server.close());
-  const path = new URL(`./manual/${file}`, import.meta.url).pathname;
-  return await new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["run", "-A", path], {
-      cwd: ws,
-      env: {
-        ...process.env,
-        OPENAI_BASE_URL: server.baseURL,
-        OPENAI_API_KEY: "sample-key",
-        OPENAI_MODEL: "sample-model",
-        OPENAI_FORCE_API_MODE: "chat",
-        NO_COLOR: "1",
-      },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let out = "";
-    let err = "";
-    child.stdout.on("data", (d) => (out += d));
-    child.stderr.on("data", (d) => (err += d));
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, out, err, server }));
+    files,
+    env: { OPENAI_FORCE_API_MODE: "chat" },
   });
 }
 

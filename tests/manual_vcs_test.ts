@@ -2,63 +2,36 @@
 // a local MockOpenAIServer, each in a fresh temporary workspace, with real git.
 import { afterEach, test } from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync, spawn } from "node:child_process";
-import process from "node:process";
-import { MockOpenAIServer, type ScriptedTurn } from "../testing/mod.ts";
+import { execFileSync } from "node:child_process";
+import type { ScriptedTurn } from "../testing/mod.ts";
 import { gitSkip } from "../vcs/_test_helpers.ts";
-import { removeDir, tempWorkspace } from "./_util.ts";
+import { cleanUpSamples, lastJson, runSample as runManualSample } from "./_manual.ts";
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
+afterEach(cleanUpSamples);
 
 const isDeno = typeof (globalThis as { Deno?: unknown }).Deno !== "undefined";
 const skip = isDeno ? gitSkip() : "the samples are run as modules by the Deno binary";
 
-async function runSample(
+function runSample(
   file: string,
   turns: ScriptedTurn[],
   options: { files?: Record<string, string>; gitRepo?: boolean } = {},
-): Promise<{ code: number | null; out: string; err: string }> {
-  const ws = tempWorkspace(options.files ?? {});
-  cleanups.push(() => removeDir(ws));
-  if (options.gitRepo) {
-    const git = (...args: string[]) =>
-      execFileSync("git", ["-c", "user.name=u", "-c", "user.email=u@x.invalid", ...args], {
-        cwd: ws,
-      });
-    git("init", "-q");
-    git("add", "-A");
-    git("commit", "-q", "--allow-empty", "-m", "initial");
-  }
-  const server = new MockOpenAIServer({ turns });
-  await server.start();
-  cleanups.push(() => server.close());
-  const path = new URL(`./manual/${file}`, import.meta.url).pathname;
-  return await new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["run", "-A", path], {
-      cwd: ws,
-      env: {
-        ...process.env,
-        OPENAI_BASE_URL: server.baseURL,
-        OPENAI_API_KEY: "sample-key",
-        OPENAI_MODEL: "sample-model",
-        NO_COLOR: "1",
-      },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let out = "";
-    let err = "";
-    child.stdout.on("data", (d) => (out += d));
-    child.stderr.on("data", (d) => (err += d));
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, out, err }));
+) {
+  return runManualSample(file, {
+    turns,
+    files: options.files,
+    prepare: options.gitRepo ? initRepo : undefined,
   });
 }
 
-function lastJson(out: string): Record<string, unknown> {
-  return JSON.parse(out.trim().split("\n").at(-1) ?? "");
+function initRepo(ws: string): void {
+  const git = (...args: string[]) =>
+    execFileSync("git", ["-c", "user.name=u", "-c", "user.email=u@x.invalid", ...args], {
+      cwd: ws,
+    });
+  git("init", "-q");
+  git("add", "-A");
+  git("commit", "-q", "--allow-empty", "-m", "initial");
 }
 
 function write(path: string, content: string): ScriptedTurn {
