@@ -5,6 +5,7 @@
  *
  * @module
  */
+import { writeFileAtomicSync } from "../_internal/atomic_write.ts";
 import { randomUUID } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
@@ -241,9 +242,7 @@ export function saveAttachments(
       if (ext && !(MIME_BY_EXT[path.extname(file).toLowerCase()] === a.mimeType)) file += ext;
       const bytes = Buffer.from(a.dataUrl.slice(a.dataUrl.indexOf(",") + 1), "base64");
       const target = path.join(dir, file);
-      const tmp = `${target}.${randomUUID().slice(0, 8)}.tmp`;
-      fs.writeFileSync(tmp, bytes);
-      fs.renameSync(tmp, target);
+      writeFileAtomicSync(target, bytes);
       written.push(target);
       return {
         name: a.name,

@@ -74,3 +74,19 @@ export type TurnStatus = "completed" | "max_iterations_exceeded" | "interrupted"
 
 /** `tool_finished.status` values (manual §9.2). */
 export type ToolStatus = "ok" | "error" | "denied" | "interrupted";
+
+/**
+ * Events after which a session's state is worth a checkpoint (the durable points `FileLogHook`
+ * and `StoreHook` save at): a turn starting, a model reply, a pending approval, a finished tool,
+ * an iteration or turn ending, a compaction, an injected steering message (DESIGN §6).
+ */
+export const CHECKPOINT_EVENT_TYPES: ReadonlySet<string> = new Set<string>([
+  EventType.TURN_START,
+  EventType.ASSISTANT_MESSAGE,
+  EventType.PERMISSION_REQUIRED,
+  EventType.TOOL_FINISHED,
+  EventType.ITERATION_END,
+  EventType.TURN_END,
+  EventType.COMPACTED,
+  EventType.QUEUE_STEERING,
+]);

@@ -24,6 +24,8 @@
  *
  * @module
  */
+import { CHECKPOINT_EVENT_TYPES as CHECKPOINT_EVENTS } from "./events.ts";
+import { safeJson } from "../_internal/safe_json.ts";
 import fs from "node:fs";
 import path from "node:path";
 import type { Message, ToolCall } from "../providers/mod.ts";
@@ -88,18 +90,6 @@ export interface LoggedEvent {
   time: string;
 }
 
-/** Events after which {@link FileLogHook.attach} saves a checkpoint. */
-const CHECKPOINT_EVENTS = new Set([
-  "turn_start",
-  "assistant_message",
-  "permission_required",
-  "tool_finished",
-  "iteration_end",
-  "turn_end",
-  "compacted",
-  "queue_steering",
-]);
-
 const SESSION_ID_RE = /^[A-Za-z0-9._-]{1,200}$/;
 
 function checkSessionId(sessionId: unknown, what: string): string {
@@ -110,22 +100,6 @@ function checkSessionId(sessionId: unknown, what: string): string {
     );
   }
   return sessionId;
-}
-
-function safeJson(value: unknown): string {
-  try {
-    return JSON.stringify(value);
-  } catch {
-    const seen = new WeakSet<object>();
-    return JSON.stringify(value, (_k, v) => {
-      if (typeof v === "bigint") return v.toString();
-      if (v && typeof v === "object") {
-        if (seen.has(v)) return "[circular]";
-        seen.add(v);
-      }
-      return v;
-    });
-  }
 }
 
 /**

@@ -50,6 +50,7 @@ export {
   type VcsOptions,
 } from "./create_default_engine.ts";
 export {
+  CHECKPOINT_EVENT_TYPES,
   type EventStream,
   EventType,
   type ToolStatus,

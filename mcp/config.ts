@@ -8,6 +8,7 @@
  *
  * @module
  */
+import { writeFileAtomicSync } from "../_internal/atomic_write.ts";
 import fs from "node:fs";
 import path from "node:path";
 import process from "node:process";
@@ -524,18 +525,5 @@ export function saveMcpConfigFile(file: string, configs: readonly McpServerConfi
   });
   const dir = path.dirname(path.resolve(file));
   fs.mkdirSync(dir, { recursive: true });
-  const tmp = path.join(dir, `.${path.basename(file)}.${process.pid}.${Date.now()}.tmp`);
-  try {
-    const fd = fs.openSync(tmp, "w", 0o600);
-    try {
-      fs.writeFileSync(fd, JSON.stringify({ servers }, null, 2) + "\n");
-      fs.fsyncSync(fd);
-    } finally {
-      fs.closeSync(fd);
-    }
-    fs.renameSync(tmp, file);
-  } catch (err) {
-    fs.rmSync(tmp, { force: true });
-    throw err;
-  }
+  writeFileAtomicSync(file, JSON.stringify({ servers }, null, 2) + "\n", { mode: 0o600 });
 }

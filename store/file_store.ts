@@ -21,7 +21,8 @@
  *
  * @module
  */
-import { randomUUID } from "node:crypto";
+import { safeJson } from "../_internal/safe_json.ts";
+import { writeFileAtomicSync } from "../_internal/atomic_write.ts";
 import fs from "node:fs";
 import path from "node:path";
 import { type LocalRecord, LocalStore, newRecord, recordToJson } from "./local_store.ts";
@@ -47,38 +48,9 @@ export interface FileSessionStoreOptions {
   checkpointWarnBytes?: number;
 }
 
-function safeJson(value: unknown): string {
-  try {
-    return JSON.stringify(value);
-  } catch {
-    const seen = new WeakSet<object>();
-    return JSON.stringify(value, (_k, v) => {
-      if (typeof v === "bigint") return v.toString();
-      if (v && typeof v === "object") {
-        if (seen.has(v)) return "[circular]";
-        seen.add(v);
-      }
-      return v;
-    });
-  }
-}
-
 /** Writes `text` to `file` atomically (temp file, fsync, rename). */
 function writeAtomic(file: string, text: string): void {
-  const tmp = `${file}.${randomUUID().slice(0, 8)}.tmp`;
-  try {
-    const fd = fs.openSync(tmp, "w");
-    try {
-      fs.writeSync(fd, text);
-      fs.fsyncSync(fd);
-    } finally {
-      fs.closeSync(fd);
-    }
-    fs.renameSync(tmp, file);
-  } catch (err) {
-    fs.rmSync(tmp, { force: true });
-    throw err;
-  }
+  writeFileAtomicSync(file, text);
 }
 
 function readJson(file: string): Record<string, unknown> | undefined {

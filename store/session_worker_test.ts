@@ -35,7 +35,7 @@ async function setup(): Promise<{ server: MockOpenAIServer; ws: string }> {
 }
 
 async function until(fn: () => Promise<boolean> | boolean, what: string): Promise<void> {
-  for (let i = 0; i < 400; i++) {
+  for (let i = 0; i < 1200; i++) {
     if (await fn()) return;
     await wait(25);
   }

@@ -15,6 +15,7 @@
  *
  * @module
  */
+import { CHECKPOINT_EVENT_TYPES as CHECKPOINT_EVENTS } from "../engine/mod.ts";
 import type { Message, ToolCall } from "../providers/mod.ts";
 import type { EngineHook } from "../engine/hooks.ts";
 import type { TurnEngine } from "../engine/turn_engine.ts";
@@ -27,18 +28,6 @@ import {
   type NewEvent,
   type SessionStore,
 } from "./types.ts";
-
-/** Events after which a checkpoint is stored (the same durable points as `FileLogHook`). */
-const CHECKPOINT_EVENTS = new Set([
-  "turn_start",
-  "assistant_message",
-  "permission_required",
-  "tool_finished",
-  "iteration_end",
-  "turn_end",
-  "compacted",
-  "queue_steering",
-]);
 
 const DELTAS = new Set(["assistant_delta", "reasoning_delta"]);
 

@@ -5,10 +5,7 @@
  */
 import os from "node:os";
 import path from "node:path";
-import { renameSync } from "node:fs";
-import { chmod, rm, writeFile } from "node:fs/promises";
-import { randomUUID } from "node:crypto";
-import process from "node:process";
+import { writeFileAtomic as writeAtomic } from "../_internal/atomic_write.ts";
 
 /**
  * Resolves a tool's `path` argument against the workspace with `node:path` (so `..` segments are
@@ -67,23 +64,12 @@ export function stringArg(args: Record<string, unknown>, name: string, tool: str
 }
 
 /** Writes a file atomically (temp file in the same folder, then rename), keeping `mode`. */
-export async function writeFileAtomic(
+export function writeFileAtomic(
   target: string,
   data: string | Uint8Array,
   mode?: number,
 ): Promise<void> {
-  const temp = path.join(
-    path.dirname(target),
-    `.${path.basename(target)}.${process.pid}.${randomUUID().slice(0, 8)}.tmp`,
-  );
-  try {
-    await writeFile(temp, data);
-    if (mode !== undefined) await chmod(temp, mode & 0o7777);
-    renameSync(temp, target);
-  } catch (e) {
-    await rm(temp, { force: true }).catch(() => {});
-    throw e;
-  }
+  return writeAtomic(target, data, { mode });
 }
 
 /** An Error whose `name` is `"AbortError"` (what the engine recognises as an interruption). */

@@ -8,10 +8,9 @@
  *
  * @module
  */
-import { mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { writeFileAtomicSync } from "../_internal/atomic_write.ts";
 import path from "node:path";
 import { randomUUID } from "node:crypto";
-import process from "node:process";
 import { envNumber, envString } from "../_internal/env.ts";
 
 /** Default characters the model may see of one tool result (`TOOL_RESULT_MAX_CHARS`). */
@@ -165,17 +164,9 @@ function saveFull(text: string, options: BudgetOptions): string {
   const id = safeName(options.toolCallId ?? randomUUID());
   const name = options.toolName ? `${safeName(options.toolName)}_${id}.txt` : `${id}.txt`;
   const target = path.join(path.resolve(dir), name);
-  const temp = `${target}.${process.pid}.${randomUUID().slice(0, 8)}.tmp`;
   try {
-    mkdirSync(path.dirname(target), { recursive: true });
-    writeFileSync(temp, text, "utf8");
-    renameSync(temp, target);
+    writeFileAtomicSync(target, text, { mkdir: true });
   } catch (e) {
-    try {
-      rmSync(temp, { force: true });
-    } catch {
-      // nothing to clean
-    }
     throw new Error(`Cannot save tool result to ${target}: ${(e as Error).message}`, { cause: e });
   }
   return target;
