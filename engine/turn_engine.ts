@@ -4,7 +4,6 @@
  *
  * @module
  */
-import { randomUUID } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import type {
@@ -35,7 +34,6 @@ import {
 } from "../permissions/mod.ts";
 import { envNumber, envString } from "../_internal/env.ts";
 import {
-  AttachmentError,
   attachmentParts,
   type MessageAttachment,
   normalizeAttachments,
@@ -70,6 +68,18 @@ import {
   type TurnStatus,
   type WsEvent,
 } from "./events.ts";
+import {
+  delay,
+  effectiveRisk,
+  errorMessage,
+  isAbortError,
+  isHostMistake,
+  newId,
+  overflowError,
+  raceAbort,
+  stringifyResult,
+  TurnAbort,
+} from "./_turn_util.ts";
 import { dispatchHook, type EngineHook } from "./hooks.ts";
 import { hookBarrier } from "./_hook_barrier.ts";
 import { durableBarrier } from "./_durable_barrier.ts"; // distributed sessions (issue 11)
@@ -184,88 +194,6 @@ interface ToolOutcome {
   content: string;
   reason?: string;
   duration?: number;
-}
-
-class TurnAbort extends Error {
-  override name = "AbortError";
-}
-
-function isAbortError(err: unknown): boolean {
-  const e = err as { name?: string; code?: string } | null;
-  return e?.name === "AbortError" || e?.code === "ABORT_ERR" || e?.code === "aborted";
-}
-
-function errorMessage(err: unknown): string {
-  if (err instanceof Error) return err.message;
-  return typeof err === "string" ? err : JSON.stringify(err);
-}
-
-function newId(prefix: string): string {
-  return `${prefix}_${randomUUID().replaceAll("-", "").slice(0, 16)}`;
-}
-
-function delay(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(new TurnAbort("interrupted"));
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(new TurnAbort("interrupted"));
-    };
-    const timer = setTimeout(() => {
-      signal.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
-}
-
-function raceAbort<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(new TurnAbort("interrupted"));
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(new TurnAbort("interrupted"));
-    signal.addEventListener("abort", onAbort, { once: true });
-    promise.then(
-      (v) => {
-        signal.removeEventListener("abort", onAbort);
-        resolve(v);
-      },
-      (e) => {
-        signal.removeEventListener("abort", onAbort);
-        reject(e);
-      },
-    );
-  });
-}
-
-/** Serialises a tool's return value into the text the model reads. */
-function stringifyResult(value: unknown): string {
-  if (value === undefined || value === null) return "";
-  if (typeof value === "string") return value;
-  try {
-    return JSON.stringify(value);
-  } catch {
-    return String(value);
-  }
-}
-
-/** A custom tool without `riskClass` is READ only when low risk and approval-free (DESIGN §5). */
-function effectiveRisk(spec: ToolSpec): RiskClass | undefined {
-  const m = spec.metadata;
-  if (m.riskClass) return m.riskClass;
-  return m.riskLevel === "low" && !m.requiresApproval ? RiskClass.READ : undefined;
-}
-
-function isHostMistake(err: unknown): boolean {
-  return err instanceof EngineConfigError || err instanceof ApprovalRequiredError ||
-    err instanceof TurnInProgressError || err instanceof AttachmentError;
-}
-
-/** The typed error of a context that compaction could not make fit (DESIGN §6; retriable). */
-function overflowError(detail: string, cause?: unknown): ProviderError {
-  return new ProviderError(
-    `Cannot fit the conversation into the model's context window: ${detail}`,
-    { code: "context_overflow", contextOverflow: true, retriable: true, cause },
-  );
 }
 
 const COMPACTION_EFFORTS = ["low", "medium", "high"] as const;
