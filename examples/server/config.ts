@@ -60,6 +60,25 @@ export interface ServerConfig {
   maxBodyBytes: number;
   /** `VCS_MODE`: per-turn snapshots, `off` / `auto` / `native` / `shadow` (default `auto`). */
   vcsMode: "off" | "auto" | "native" | "shadow";
+  /**
+   * `DATABASE_URL`: a `postgres://` URL selects the multi-worker mode (front ends and
+   * `SessionWorker` processes sharing a `PostgresSessionStore`, see `cluster.ts`); unset: the
+   * single-process server.
+   */
+  databaseUrl?: string;
+  /** `DATABASE_TABLE_PREFIX`: table-name prefix of the store (default `agent_`). */
+  tablePrefix?: string;
+  /** `WORKER_ID`: this worker's lease owner id (default: random per process). */
+  workerId?: string;
+  /** `WORKER_CONCURRENCY`: sessions one worker runs at once (default 8). */
+  workerConcurrency?: number;
+  /** `LEASE_TTL_MS`: lease lifetime of a worker's sessions (default 30,000 ms). */
+  leaseTtlMs?: number;
+  /**
+   * `APPROVAL_HOLD_MS`: how long a worker's turn waits for an approval before it parks the
+   * session and frees the worker (default 30,000 ms; the answer later resumes it anywhere).
+   */
+  approvalHoldMs?: number;
 }
 
 const TENANT_ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
@@ -183,5 +202,11 @@ export function configFromEnv(env: Record<string, string | undefined>): ServerCo
       300_000,
     maxBodyBytes: num(env, "MAX_BODY_BYTES", positiveInt, "a positive integer") ?? 1024 * 1024,
     vcsMode,
+    databaseUrl: env.DATABASE_URL || undefined,
+    tablePrefix: env.DATABASE_TABLE_PREFIX || undefined,
+    workerId: env.WORKER_ID || undefined,
+    workerConcurrency: num(env, "WORKER_CONCURRENCY", positiveInt, "a positive integer"),
+    leaseTtlMs: num(env, "LEASE_TTL_MS", positiveInt, "a positive integer"),
+    approvalHoldMs: num(env, "APPROVAL_HOLD_MS", positiveInt, "a positive integer"),
   };
 }

@@ -1,0 +1,584 @@
+/**
+ * The reference server's multi-worker mode (issue 11), selected by `DATABASE_URL`: sessions live
+ * in a {@link PostgresSessionStore}, and two kinds of process share it.
+ *
+ * - **Front ends** ({@link ClusterFrontEnd}, `deno task server`): accept messages
+ *   (`store.submit`, into the session's inbox), answer approvals (`store.answerApproval`: the
+ *   first answer wins, from any front end) and stream a session's events by tailing the store —
+ *   every event once, in order, from a given `seq`. The `seq` is the SSE `id`, so a client that
+ *   reconnects, to this or any other front end, resumes with `Last-Event-ID`.
+ * - **Workers** ({@link createClusterWorker}, `deno task server:worker`): `SessionWorker`s that
+ *   claim runnable sessions, rebuild each engine from the store and run its turns. A worker that
+ *   dies mid-turn loses its lease after `LEASE_TTL_MS`; another worker takes the session over,
+ *   and a tool that had started is not run again (it gets an "interrupted, not re-run" result).
+ *
+ * Tenancy and auth are the single-process server's: a bearer token per tenant, the tenant kept
+ * in the session's `meta`, and another tenant's session answered 404 exactly like a missing one.
+ *
+ * Routes (all under `Authorization: Bearer <token>`, JSON unless noted):
+ *
+ * | Method | Path | What |
+ * | --- | --- | --- |
+ * | GET | `/sessions` | the tenant's sessions and their status |
+ * | POST | `/sessions` | new session → `{id}` (201) |
+ * | GET | `/sessions/:id` | status, history, pending approvals, `lastSeq` |
+ * | POST | `/sessions/:id/messages` | `{text}` → 202 `{status: "queued" \| "duplicate"}`; header `Idempotency-Key` makes a retry safe |
+ * | GET | `/sessions/:id/events` | SSE of the session's events after `Last-Event-ID` (or `?after=N`, default 0), kept open |
+ * | POST | `/sessions/:id/approvals/:reqId` | `{outcome}`; 409 when it was already answered |
+ *
+ * Not in this mode: interrupting a running turn, per-turn VCS snapshots, per-tenant MCP servers
+ * and the browser page (it speaks the single-process routes). Workers on several machines need
+ * the tenants' workspaces (`DATA_DIR`) on shared storage.
+ *
+ * The npm `pg` driver (the one `PostgresSessionStore` uses) is loaded only in this mode, by
+ * {@link openClusterStore}.
+ *
+ * @module
+ */
+import { createHash, randomUUID } from "node:crypto";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { Socket } from "node:net";
+import path from "node:path";
+import {
+  approvalFields,
+  createDefaultEngine,
+  type Message,
+  Mode,
+  OpenAIProvider,
+  type ProviderClient,
+  type TurnEngine,
+} from "../../mod.ts";
+import {
+  type ApprovalDecision,
+  type PgPoolLike,
+  PostgresSessionStore,
+  restoreSession,
+  type SessionStore,
+  SessionWorker,
+} from "../../store/mod.ts";
+import { asset } from "./_assets.ts";
+import type { ServerConfig, TenantConfig } from "./config.ts";
+
+/** One session as listed by `GET /sessions`. */
+export interface SessionSummary {
+  /** Session id. */
+  id: string;
+  /** Store status (`idle`, `runnable`, `running`, `waiting_approval`, `done`, `failed`). */
+  status: string;
+}
+
+/** The store of the multi-worker mode and what the front end needs besides it. */
+export interface ClusterStore {
+  /** The shared store. */
+  store: PostgresSessionStore;
+  /** The tenant's sessions, by id. */
+  listSessions(tenantId: string): Promise<SessionSummary[]>;
+  /** Closes the store and its connections. */
+  close(): Promise<void>;
+}
+
+/** Options of {@link openClusterStore}. */
+export interface OpenClusterStoreOptions {
+  /** Connections of the pool (default 10). */
+  max?: number;
+  /** Poll interval of tails and waits when no notification arrives, in ms (default 2,000). */
+  pollMs?: number;
+}
+
+/**
+ * Opens the PostgreSQL store of `config.databaseUrl` (loading `pg` now) and migrates it
+ * (`setup()`, safe from every process at once).
+ *
+ * @param config The server configuration (`databaseUrl`, `tablePrefix`).
+ * @throws {Error} When `databaseUrl` is missing, or the database cannot be reached or migrated.
+ */
+export async function openClusterStore(
+  config: ServerConfig,
+  options: OpenClusterStoreOptions = {},
+): Promise<ClusterStore> {
+  const url = config.databaseUrl;
+  if (!url) throw new Error("Cannot open the session store: DATABASE_URL is not set");
+  const mod = await import("pg") as unknown as {
+    default?: { Pool: new (c: Record<string, unknown>) => PgPoolLike };
+    Pool?: new (c: Record<string, unknown>) => PgPoolLike;
+  };
+  const Pool = (mod.default ?? mod).Pool!;
+  const pool = new Pool({ connectionString: url, max: options.max ?? 10 });
+  pool.on("error", () => {}); // an idle client dropped by the server: the next query reconnects
+  const prefix = config.tablePrefix ?? "agent_";
+  const store = new PostgresSessionStore({
+    pool,
+    connectionString: url,
+    tablePrefix: prefix,
+    pollMs: options.pollMs,
+  });
+  try {
+    await store.setup();
+  } catch (err) {
+    await store.close().catch(() => {});
+    await pool.end().catch(() => {});
+    throw new Error(`Cannot open the session store: ${(err as Error).message}`);
+  }
+  return {
+    store,
+    async listSessions(tenantId) {
+      const r = await pool.query(
+        `SELECT session_id, status FROM ${prefix}sessions WHERE meta->>'tenant' = $1
+         ORDER BY session_id`,
+        [tenantId],
+      );
+      return r.rows.map((row) => ({ id: String(row.session_id), status: String(row.status) }));
+    },
+    async close() {
+      await store.close();
+      await pool.end();
+    },
+  };
+}
+
+/** The tenant's workspace: the same folder as in the single-process server. */
+function workspaceOf(config: ServerConfig, tenant: TenantConfig): string {
+  return path.join(config.dataDir, "tenants", tenant.id, "workspace");
+}
+
+/** Options of {@link createClusterWorker}. */
+export interface ClusterWorkerOptions {
+  /** Makes a tenant's provider (default `OpenAIProvider` with the tenant's key and base URL). */
+  providerFor?: (tenant: TenantConfig) => ProviderClient;
+  /** Errors that do not stop the worker (default: logged on stderr). */
+  onError?: (err: unknown, sessionId?: string) => void;
+  /** How often to look for runnable sessions, in ms (default 1,000). */
+  pollMs?: number;
+}
+
+/**
+ * A `SessionWorker` that runs the reference server's sessions: each session's engine is built
+ * like the single-process server's (the tenant's workspace and provider, `Mode.INTERACTIVE`, the
+ * engine limits, no `ask_user` / `propose_plan` / `request_directory`), from the history in the
+ * store. Call `start()` on it, and `stop()` before exit.
+ *
+ * @param config The server configuration (tenants, model, limits, `workerId`,
+ *   `workerConcurrency`, `leaseTtlMs`, `approvalHoldMs`).
+ * @param store The shared store.
+ */
+export function createClusterWorker(
+  config: ServerConfig,
+  store: SessionStore,
+  options: ClusterWorkerOptions = {},
+): SessionWorker {
+  const tenants = new Map(config.tenants.map((t) => [t.id, t]));
+  const providers = new Map<string, ProviderClient>();
+  const providerOf = (tenant: TenantConfig): ProviderClient => {
+    let p = providers.get(tenant.id);
+    if (!p) {
+      // One provider per tenant: credentials never cross tenants (manual §18.4).
+      p = options.providerFor?.(tenant) ??
+        new OpenAIProvider({ apiKey: tenant.apiKey, baseURL: tenant.baseURL });
+      providers.set(tenant.id, p);
+    }
+    return p;
+  };
+  return new SessionWorker(store, {
+    ownerId: config.workerId,
+    maxConcurrent: config.workerConcurrency ?? 8,
+    ttlMs: config.leaseTtlMs ?? 30_000,
+    approvalHoldMs: config.approvalHoldMs ?? 30_000,
+    pollMs: options.pollMs,
+    onError: options.onError ?? ((err, sessionId) => {
+      console.error(`worker: ${sessionId ?? "-"}: ${(err as Error)?.message ?? err}`);
+    }),
+    createEngine: ({ sessionId, messages, meta }): TurnEngine => {
+      const tenant = tenants.get(String(meta.tenant));
+      if (!tenant) {
+        throw new Error(`Cannot run session ${sessionId}: tenant ${meta.tenant} is not configured`);
+      }
+      const limits = config.limits;
+      const engine = createDefaultEngine({
+        workspace: workspaceOf(config, tenant),
+        model: tenant.model ?? config.model,
+        provider: providerOf(tenant),
+        mode: Mode.INTERACTIVE,
+        toolResultDir: path.join(
+          config.dataDir,
+          "tenants",
+          tenant.id,
+          "sessions",
+          sessionId,
+          "tool-results",
+        ),
+        vcs: { mode: "off" },
+        messages,
+        lang: "en",
+        maxIterations: limits.maxIterations,
+        contextWindow: limits.contextWindow,
+        thresholdPct: limits.thresholdPct,
+        softThresholdPct: limits.softThresholdPct,
+        capTokens: limits.capTokens,
+      });
+      for (const name of ["ask_user", "propose_plan", "request_directory"]) {
+        engine.registry.disable(name);
+      }
+      return engine;
+    },
+  });
+}
+
+/** Options of {@link ClusterFrontEnd}: a {@link ServerConfig} plus the store. */
+export interface ClusterFrontEndOptions extends ServerConfig {
+  /** The shared store. */
+  store: SessionStore;
+  /** Lists a tenant's sessions (`GET /sessions`; without it, that route answers 501). */
+  listSessions?: (tenantId: string) => Promise<SessionSummary[]>;
+  /** SSE keep-alive comment interval in ms (default 15,000). */
+  keepAliveMs?: number;
+  /** Safety-net poll interval of event tails in ms (default: the store's). */
+  tailPollMs?: number;
+}
+
+class HttpError extends Error {
+  constructor(readonly status: number, message: string) {
+    super(message);
+  }
+}
+
+const SESSION_ID_RE = /^s-[a-f0-9]{16}$/;
+const IDEM_KEY_RE = /^[\x21-\x7e]{1,200}$/;
+const DECISIONS: Record<string, ApprovalDecision> = {
+  once: { approve: true },
+  always_tool: { approve: true, always: "tool" },
+  always_command: { approve: true, always: "command" },
+  deny: { approve: false },
+};
+const SECURITY_HEADERS = {
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "no-referrer",
+  "x-frame-options": "DENY",
+  "content-security-policy": "default-src 'self'; script-src 'self'; style-src 'self'; " +
+    "connect-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'",
+};
+
+function sha256(text: string): string {
+  return createHash("sha256").update(text).digest("hex");
+}
+
+/** A short, renderable transcript of the history (no system prompt). */
+function transcript(messages: Message[]): Record<string, unknown>[] {
+  return messages.filter((m) => m.role !== "system").map((m) => {
+    const text = typeof m.content === "string"
+      ? m.content
+      : (m.content ?? []).map((p) => (p.type === "text" ? p.text : "")).join("");
+    if (m.role === "tool") {
+      return { role: "tool", toolCallId: m.tool_call_id, text: text.slice(0, 2000) };
+    }
+    return {
+      role: m.role,
+      text,
+      toolCalls: (m.tool_calls ?? []).map((c) => ({
+        id: c.id,
+        name: c.function.name,
+        arguments: c.function.arguments,
+      })),
+    };
+  });
+}
+
+/**
+ * An HTTP front end of the multi-worker mode (see the module doc). It runs no turns: workers do.
+ * Create, {@link ClusterFrontEnd.listen}, and {@link ClusterFrontEnd.close}.
+ *
+ * @example
+ * ```ts
+ * import { configFromEnv } from "./config.ts";
+ * const config = configFromEnv(process.env);
+ * const { store, listSessions } = await openClusterStore(config);
+ * const front = new ClusterFrontEnd({ ...config, store, listSessions });
+ * console.log(await front.listen());
+ * ```
+ */
+export class ClusterFrontEnd {
+  readonly #o: ClusterFrontEndOptions;
+  readonly #tenantsByHash = new Map<string, TenantConfig>();
+  /** Session → tenant, for sessions seen (a session's tenant never changes). */
+  readonly #owners = new Map<string, string>();
+  readonly #sockets = new Set<Socket>();
+  readonly #streams = new Set<AbortController>();
+  #server: Server | undefined;
+  #closing = false;
+  #url = "";
+
+  /**
+   * @param options The configuration and the store.
+   */
+  constructor(options: ClusterFrontEndOptions) {
+    this.#o = options;
+    for (const t of options.tenants) this.#tenantsByHash.set(sha256(t.token), t);
+  }
+
+  /** `http://host:port` once listening. */
+  get url(): string {
+    return this.#url;
+  }
+
+  /**
+   * Starts listening on `host:port`.
+   *
+   * @returns The base URL.
+   * @throws {Error} When the port cannot be bound.
+   */
+  async listen(): Promise<string> {
+    const server = createServer((req, res) => void this.#handle(req, res));
+    server.on("connection", (s: Socket) => {
+      this.#sockets.add(s);
+      s.on("close", () => this.#sockets.delete(s));
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(this.#o.port, this.#o.host, () => resolve());
+    });
+    const addr = server.address();
+    const port = typeof addr === "object" && addr ? addr.port : this.#o.port;
+    const host = this.#o.host.includes(":") ? `[${this.#o.host}]` : this.#o.host;
+    this.#url = `http://${host}:${port}`;
+    this.#server = server;
+    return this.#url;
+  }
+
+  /**
+   * Stops: no new requests, event streams ended (clients resume elsewhere with
+   * `Last-Event-ID`). Sessions are untouched: they live in the store and run on workers.
+   */
+  async close(): Promise<void> {
+    if (this.#closing) return;
+    this.#closing = true;
+    const server = this.#server;
+    const closed = server
+      ? new Promise<void>((resolve) => server.close(() => resolve()))
+      : Promise.resolve();
+    for (const ac of this.#streams) ac.abort();
+    for (const s of this.#sockets) s.destroy();
+    await closed;
+  }
+
+  async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    try {
+      await this.#route(req, res);
+    } catch (err) {
+      const status = err instanceof HttpError ? err.status : 500;
+      if (status === 500) console.error(err);
+      if (!res.headersSent) {
+        this.#json(res, status, {
+          error: status === 500 ? "internal error" : (err as Error).message,
+        });
+      } else res.end();
+    }
+  }
+
+  #json(res: ServerResponse, status: number, body: unknown, extra: Record<string, string> = {}) {
+    const text = JSON.stringify(body);
+    res.writeHead(status, {
+      ...SECURITY_HEADERS,
+      "content-type": "application/json; charset=utf-8",
+      "cache-control": "no-store",
+      "content-length": String(Buffer.byteLength(text)),
+      ...extra,
+    });
+    res.end(text);
+  }
+
+  async #body(req: IncomingMessage): Promise<Record<string, unknown>> {
+    const max = this.#o.maxBodyBytes;
+    if (Number(req.headers["content-length"] ?? "0") > max) {
+      throw new HttpError(413, `request body over ${max} bytes`);
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of req) {
+      size += (chunk as Buffer).length;
+      if (size > max) throw new HttpError(413, `request body over ${max} bytes`);
+      chunks.push(chunk as Buffer);
+    }
+    if (size === 0) return {};
+    try {
+      const v = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+      if (v && typeof v === "object" && !Array.isArray(v)) return v;
+    } catch {
+      // answered below
+    }
+    throw new HttpError(400, "the body must be a JSON object");
+  }
+
+  /** The session's tenant check: another tenant's session is a 404 like a missing one. */
+  async #own(tenant: TenantConfig, id: string): Promise<void> {
+    if (!SESSION_ID_RE.test(id)) throw new HttpError(404, "not found");
+    let owner = this.#owners.get(id);
+    if (owner === undefined) {
+      const loaded = await this.#o.store.load(id);
+      if (!loaded) throw new HttpError(404, "not found");
+      owner = String(loaded.meta.tenant ?? "");
+      if (this.#owners.size > 10_000) this.#owners.clear();
+      this.#owners.set(id, owner);
+    }
+    if (owner !== tenant.id) throw new HttpError(404, "not found");
+  }
+
+  async #route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? "/", "http://localhost");
+    const parts = url.pathname.split("/").filter(Boolean);
+    const method = req.method ?? "GET";
+    if (parts[0] !== "sessions") {
+      const file = method === "GET" ? await asset(url.pathname) : null;
+      if (!file) throw new HttpError(404, "not found");
+      res.writeHead(200, {
+        ...SECURITY_HEADERS,
+        "content-type": file.type,
+        "cache-control": "no-cache",
+      });
+      res.end(file.body);
+      return;
+    }
+    if (this.#closing) throw new HttpError(503, "shutting down");
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(String(req.headers.authorization ?? ""));
+    const tenant = m ? this.#tenantsByHash.get(sha256(m[1])) : undefined;
+    if (!tenant) {
+      return this.#json(res, 401, { error: "unauthorized" }, { "www-authenticate": "Bearer" });
+    }
+    const store = this.#o.store;
+    if (parts.length === 1) {
+      if (method === "GET") {
+        if (!this.#o.listSessions) throw new HttpError(501, "listing sessions is not configured");
+        const sessions = await this.#o.listSessions(tenant.id);
+        return this.#json(res, 200, {
+          sessions: sessions.map((s) => ({ ...s, running: s.status === "running" })),
+        });
+      }
+      if (method === "POST") {
+        await this.#body(req);
+        const id = `s-${randomUUID().replaceAll("-", "").slice(0, 16)}`;
+        await store.create(id, { meta: { tenant: tenant.id } });
+        this.#owners.set(id, tenant.id);
+        return this.#json(res, 201, { id });
+      }
+      throw new HttpError(404, "not found");
+    }
+    const id = parts[1];
+    await this.#own(tenant, id);
+    const action = parts[2];
+    if (parts.length === 2 && method === "GET") {
+      const loaded = await store.load(id);
+      if (!loaded) throw new HttpError(404, "not found");
+      const { messages } = restoreSession(loaded);
+      return this.#json(res, 200, {
+        id,
+        status: loaded.status,
+        running: loaded.status === "running",
+        lastSeq: loaded.lastSeq,
+        messages: transcript(messages),
+        pendingApprovals: loaded.approvals.filter((a) => a.status === "pending").map((a) => {
+          const name = String(a.request.toolName ?? "");
+          const args = (a.request.arguments ?? {}) as Record<string, unknown>;
+          return {
+            reqId: a.toolCallId,
+            name,
+            arguments: args,
+            reason: a.request.reason,
+            fields: approvalFields({ name, arguments: args }),
+          };
+        }),
+      });
+    }
+    if (parts.length === 3 && method === "POST" && action === "messages") {
+      const body = await this.#body(req);
+      if (typeof body.text !== "string" || body.text.trim() === "") {
+        throw new HttpError(400, "text must be a non-empty string");
+      }
+      const given = req.headers["idempotency-key"];
+      if (given !== undefined && (typeof given !== "string" || !IDEM_KEY_RE.test(given))) {
+        throw new HttpError(400, "Idempotency-Key must be 1–200 visible ASCII characters");
+      }
+      const result = await store.submit(id, {
+        kind: "user_input",
+        payload: { text: body.text },
+        idemKey: given ?? randomUUID(),
+      });
+      if (result === "unknown") throw new HttpError(404, "not found");
+      return this.#json(res, 202, { status: result });
+    }
+    if (parts.length === 3 && method === "GET" && action === "events") {
+      const raw = req.headers["last-event-id"] ?? url.searchParams.get("after") ?? "0";
+      const after = Number(raw);
+      if (typeof raw !== "string" || !/^\d+$/.test(raw) || !Number.isSafeInteger(after)) {
+        throw new HttpError(400, "Last-Event-ID (or after) must be a non-negative integer");
+      }
+      return this.#tail(id, after, res);
+    }
+    if (parts.length === 4 && method === "POST" && action === "approvals") {
+      const body = await this.#body(req);
+      const decision = DECISIONS[String(body.outcome ?? "")];
+      if (!decision) {
+        throw new HttpError(400, "outcome must be once, always_tool, always_command or deny");
+      }
+      const r = await store.answerApproval(id, {
+        toolCallId: parts[3],
+        decision,
+        by: tenant.id,
+      });
+      if (r === "unknown") throw new HttpError(404, "no such pending approval");
+      if (r === "already-decided") throw new HttpError(409, "the approval was already answered");
+      return this.#json(res, 200, { ok: true });
+    }
+    throw new HttpError(404, "not found");
+  }
+
+  /** Streams the session's events after `after` as SSE until the client or this server goes. */
+  async #tail(id: string, after: number, res: ServerResponse): Promise<void> {
+    res.writeHead(200, {
+      ...SECURITY_HEADERS,
+      "content-type": "text/event-stream; charset=utf-8",
+      "cache-control": "no-cache, no-store",
+      connection: "keep-alive",
+      "x-accel-buffering": "no",
+    });
+    res.write(": start\n\n");
+    const ac = new AbortController();
+    this.#streams.add(ac);
+    const onClose = () => ac.abort();
+    res.on("close", onClose);
+    const keepAlive = setInterval(() => {
+      if (!ac.signal.aborted) res.write(": ping\n\n");
+    }, this.#o.keepAliveMs ?? 15_000);
+    try {
+      const events = this.#o.store.tail(id, after, {
+        signal: ac.signal,
+        ...(this.#o.tailPollMs ? { pollMs: this.#o.tailPollMs } : {}),
+      });
+      for await (const e of events) {
+        if (ac.signal.aborted) break;
+        const data = e.kind === "permission_required"
+          ? { ...e.payload, fields: approvalFields(e.payload as { name: string }) }
+          : e.payload;
+        const frame = `id: ${e.seq}\nevent: ${e.kind}\ndata: ${
+          JSON.stringify({ ...data, seq: e.seq })
+        }\n\n`;
+        if (!res.write(frame)) {
+          // Wait for the client: the tail does not run ahead of a slow reader.
+          await new Promise<void>((resolve) => {
+            res.once("drain", resolve);
+            res.once("close", resolve);
+          });
+        }
+      }
+    } catch (err) {
+      if (!ac.signal.aborted) {
+        res.write(
+          `event: server_error\ndata: ${JSON.stringify({ error: (err as Error).message })}\n\n`,
+        );
+      }
+    } finally {
+      clearInterval(keepAlive);
+      res.off("close", onClose);
+      this.#streams.delete(ac);
+      ac.abort();
+      res.end();
+    }
+  }
+}

@@ -1,0 +1,470 @@
+// The reference server's multi-worker mode (issue 11) as real processes on one machine: a real
+// PostgreSQL, two front ends and three workers started from main.ts, MockOpenAIServer as each
+// tenant's model. A worker is killed (SIGKILL) while a tool runs; every session still completes,
+// every client sees every event once and in order across a reconnect to the other front end,
+// and no tool runs twice.
+import { after, afterEach, test } from "node:test";
+import assert from "node:assert/strict";
+import { type ChildProcess, spawn } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import process from "node:process";
+import { fileURLToPath } from "node:url";
+import { MockOpenAIServer, type RecordedRequest, type ScriptedTurn } from "../../testing/mod.ts";
+import { PostgresSessionStore } from "../../store/mod.ts";
+import { startPostgres, uniquePrefix } from "../../tests/_postgres.ts";
+import { ClusterFrontEnd, openClusterStore } from "./cluster.ts";
+import { configFromEnv } from "./config.ts";
+import { call, testConfig } from "./_test_util.ts";
+
+const MAIN = fileURLToPath(new URL("./main.ts", import.meta.url));
+const isDeno = typeof (globalThis as { Deno?: unknown }).Deno !== "undefined";
+const nodeFlags = process.execArgv.filter((a) => /^--(experimental|no-warnings)/.test(a));
+const runtimeSkip = isDeno || nodeFlags.some((a) => a.includes("transform-types"))
+  ? false
+  : "the server is TypeScript: run with Deno or node --experimental-transform-types";
+const pg = runtimeSkip ? { skip: runtimeSkip } : await startPostgres();
+const skip = "skip" in pg ? pg.skip : false;
+after(() => {
+  if (!("skip" in pg)) pg.stop();
+});
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function until(check: () => Promise<boolean> | boolean, what: string, ms = 60_000) {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (await check()) return;
+    await wait(50);
+  }
+  throw new Error(`Timed out waiting for ${what}`);
+}
+
+interface Proc {
+  child: ChildProcess;
+  out: () => string;
+  exited: Promise<void>;
+}
+
+/** Starts main.ts; resolves once it printed `ready` or `listening on`. */
+function startMain(env: Record<string, string>, args: string[] = []): Promise<Proc> {
+  const argv = isDeno ? ["run", "-A", MAIN, ...args] : [...nodeFlags, MAIN, ...args];
+  const child = spawn(process.execPath, argv, {
+    env: { ...process.env, NO_COLOR: "1", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  cleanups.push(async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+    await exited;
+  });
+  let out = "";
+  return new Promise((resolve, reject) => {
+    child.stdout!.on("data", (d) => {
+      out += d;
+      if (/listening on http|worker \S+ ready/.test(out)) {
+        resolve({
+          child,
+          out: () => out,
+          exited,
+        });
+      }
+    });
+    child.stderr!.on("data", (d) => {
+      out += d;
+      if (process.env.SERVER_TEST_DEBUG) process.stderr.write(d);
+    });
+    child.once("exit", (code) => reject(new Error(`main.ts exited ${code}: ${out}`)));
+  });
+}
+
+/**
+ * Each tenant's model: a request with a tool result gets the final answer; any other gets one
+ * `run_shell` call that appends the session's tag to `ran.log` (one line per real run), then
+ * sleeps so a worker can be killed while the tool runs. Works for Responses and Chat bodies.
+ */
+function script(req: RecordedRequest): ScriptedTurn {
+  const items = (req.body?.input ?? req.body?.messages ?? []) as Record<string, unknown>[];
+  const last = items.at(-1);
+  const tag = /job-[a-z]+-\d+/.exec(JSON.stringify(items))?.[0] ?? "job-none-0";
+  if (last?.role === "tool" || last?.type === "function_call_output") {
+    return { text: ["done ", tag] };
+  }
+  return {
+    toolCalls: [{ name: "run_shell", arguments: { command: `echo ${tag} >> ran.log; sleep 2` } }],
+  };
+}
+
+interface Frame {
+  id: number;
+  type: string;
+  data: Record<string, unknown>;
+}
+
+/**
+ * GETs a session's event stream from `after` (as `Last-Event-ID`) and reads frames until
+ * `onFrame` returns "stop" (then the client disconnects).
+ */
+async function readEvents(
+  base: string,
+  token: string,
+  id: string,
+  after: number,
+  onFrame: (f: Frame) => unknown,
+): Promise<void> {
+  const ac = new AbortController();
+  const res = await fetch(`${base}/sessions/${id}/events`, {
+    headers: { authorization: `Bearer ${token}`, "last-event-id": String(after) },
+    signal: ac.signal,
+  });
+  assert.equal(res.status, 200);
+  const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error("the event stream ended");
+      buffer += value;
+      let cut: number;
+      while ((cut = buffer.indexOf("\n\n")) >= 0) {
+        const raw = buffer.slice(0, cut);
+        buffer = buffer.slice(cut + 2);
+        const f: Frame = { id: 0, type: "", data: {} };
+        for (const line of raw.split("\n")) {
+          if (line.startsWith("id: ")) f.id = Number(line.slice(4));
+          else if (line.startsWith("event: ")) f.type = line.slice(7);
+          else if (line.startsWith("data: ")) f.data = JSON.parse(line.slice(6));
+        }
+        if (!f.type) continue;
+        if (await onFrame(f) === "stop") return;
+      }
+    }
+  } finally {
+    ac.abort();
+    await reader.cancel().catch(() => {});
+  }
+}
+
+test(
+  "two front ends and three workers complete every session when a worker is killed mid-turn",
+  { skip },
+  async () => {
+    if ("skip" in pg) return;
+    const dataDir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "zqagent-cluster-")));
+    cleanups.push(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+    const models: Record<string, MockOpenAIServer> = {};
+    const tenants = [];
+    for (const t of ["acme", "globex"]) {
+      models[t] = await new MockOpenAIServer({ turns: script }).start();
+      cleanups.push(() => models[t].close());
+      tenants.push({
+        id: t,
+        token: `token-of-${t}-0123456789`,
+        apiKey: `key-of-${t}`,
+        baseURL: models[t].baseURL,
+      });
+      fs.mkdirSync(path.join(dataDir, "tenants", t, "workspace"), { recursive: true });
+    }
+    const token = (t: string) => `token-of-${t}-0123456789`;
+    fs.writeFileSync(path.join(dataDir, "tenants.json"), JSON.stringify(tenants));
+    const env = {
+      DATABASE_URL: pg.url,
+      DATA_DIR: dataDir,
+      TENANTS_FILE: path.join(dataDir, "tenants.json"),
+      OPENAI_MODEL: "mock-model",
+      VCS_MODE: "off",
+      HOST: "127.0.0.1",
+      PORT: "0",
+      LEASE_TTL_MS: "1500",
+      APPROVAL_HOLD_MS: "60000",
+    };
+    const fronts = await Promise.all([startMain(env), startMain(env)]);
+    const urls = fronts.map((f) => /listening on (http:\/\/\S+)/.exec(f.out())![1]);
+    const workers = new Map<string, Proc>();
+    await Promise.all(["w1", "w2", "w3"].map(async (w) => {
+      workers.set(w, await startMain({ ...env, WORKER_ID: w }, ["--worker"]));
+    }));
+    const store = new PostgresSessionStore({ connectionString: pg.url, pollMs: 200 });
+    cleanups.push(() => store.close());
+
+    // Six sessions of two tenants, created and fed through both front ends.
+    const jobs: { tenant: string; id: string; tag: string; i: number }[] = [];
+    for (let i = 0; i < 6; i++) {
+      const tenant = i < 4 ? "acme" : "globex";
+      const r = await call(`${urls[i % 2]}/sessions`, token(tenant), "POST", {});
+      assert.equal(r.status, 201);
+      jobs.push({ tenant, id: String(r.body.id), tag: `job-${tenant}-${i}`, i });
+    }
+
+    // Tenancy: another tenant's session is not found, on either front end.
+    const acme0 = jobs[0].id;
+    for (const u of urls) {
+      assert.equal((await call(`${u}/sessions/${acme0}`, token("globex"), "GET")).status, 404);
+      const peek = await fetch(`${u}/sessions/${acme0}/events`, {
+        headers: { authorization: `Bearer ${token("globex")}` },
+      });
+      await peek.body?.cancel();
+      assert.equal(peek.status, 404);
+      const answer = await call(`${u}/sessions/${acme0}/approvals/x`, token("globex"), "POST", {
+        outcome: "once",
+      });
+      assert.equal(answer.status, 404);
+      const msg = await call(`${u}/sessions/${acme0}/messages`, token("globex"), "POST", {
+        text: "hi",
+      });
+      assert.equal(msg.status, 404);
+      assert.equal((await call(`${u}/sessions/${acme0}`, null, "GET")).status, 401);
+    }
+    const listed = await call(`${urls[1]}/sessions`, token("globex"), "GET");
+    assert.deepEqual(
+      (listed.body.sessions as { id: string }[]).map((s) => s.id).sort(),
+      jobs.filter((j) => j.tenant === "globex").map((j) => j.id).sort(),
+    );
+
+    // Kill the worker whose tool has had its effect and still runs, once.
+    let killed: { worker: string; session: string } | undefined;
+    const killer = (async () => {
+      await until(async () => {
+        for (const j of jobs) {
+          const events = await store.read(j.id, 0);
+          const started = events.filter((e) => e.kind === "tool_started").length;
+          const finished = events.filter((e) => e.kind === "tool_finished").length;
+          let ran = "";
+          try {
+            ran = fs.readFileSync(
+              path.join(dataDir, "tenants", j.tenant, "workspace", "ran.log"),
+              "utf8",
+            );
+          } catch {
+            // not yet
+          }
+          // The tool has run its side effect and is still going (its `sleep`).
+          if (started > finished && ran.includes(j.tag)) {
+            const owner = (await store.load(j.id))?.lease?.ownerId;
+            const w = owner ? workers.get(owner) : undefined;
+            if (!w) continue;
+            w.child.kill("SIGKILL");
+            await w.exited;
+            killed = { worker: owner!, session: j.id };
+            return true;
+          }
+        }
+        return false;
+      }, "a tool to start");
+    })();
+
+    // A client per session: events from seq 0 on one front end, the message through the other,
+    // approvals answered through both at once (the first answer wins), and after a few events a
+    // reconnect to the other front end with Last-Event-ID.
+    const seen = new Map<string, Frame[]>();
+    const answers = new Map<string, number[]>();
+    const client = async (j: typeof jobs[number]) => {
+      const frames: Frame[] = [];
+      seen.set(j.id, frames);
+      let ended = false;
+      let round = 0;
+      let submitted = false;
+      while (!ended) {
+        const base = urls[(j.i + round) % 2];
+        const after = frames.at(-1)?.id ?? 0;
+        let inRound = 0;
+        const reading = readEvents(base, token(j.tenant), j.id, after, async (f) => {
+          frames.push(f);
+          inRound++;
+          if (f.type === "approval.requested") {
+            const reqId = String(f.data.toolCallId);
+            const statuses = await Promise.all(
+              urls.map((u) =>
+                call(`${u}/sessions/${j.id}/approvals/${reqId}`, token(j.tenant), "POST", {
+                  outcome: "once",
+                }).then((r) => r.status)
+              ),
+            );
+            answers.set(`${j.id}/${reqId}`, statuses.sort());
+          }
+          if (f.type === "turn_end") {
+            ended = true;
+            return "stop";
+          }
+          if (round === 0 && inRound === 3) return "stop"; // reconnect elsewhere
+        });
+        if (!submitted) {
+          submitted = true;
+          const r = await call(
+            `${urls[(j.i + 1) % 2]}/sessions/${j.id}/messages`,
+            token(j.tenant),
+            "POST",
+            {
+              text: `Please run ${j.tag}`,
+            },
+          );
+          assert.equal(r.status, 202);
+          assert.equal(r.body.status, "queued");
+        }
+        await reading;
+        round++;
+      }
+      return round;
+    };
+    const rounds = await Promise.all(jobs.map(client));
+    await killer;
+    assert.ok(killed, "a worker was killed while a tool ran");
+    assert.ok(rounds.every((r) => r >= 2), "every client reconnected to the other front end");
+
+    for (const j of jobs) {
+      // The worker releases the session as done right after its turn_end.
+      await until(async () => (await store.load(j.id))?.status === "done", `${j.id} to be done`);
+      const stored = await store.read(j.id, 0);
+      const frames = seen.get(j.id)!;
+      // Every event once, in order, exactly as stored (up to the turn's end).
+      assert.deepEqual(frames.map((f) => f.id), frames.map((_, k) => k + 1), `${j.id} ids`);
+      assert.deepEqual(
+        frames.map((f) => f.type),
+        stored.slice(0, frames.length).map((e) => e.kind),
+        `${j.id} kinds`,
+      );
+      // The client read up to the turn's end (the store may hold bookkeeping after it).
+      assert.equal(stored.findIndex((e) => e.kind === "turn_end"), frames.length - 1);
+      assert.match(String(frames.at(-1)!.data.status), /completed/);
+    }
+    // First answer wins: one front end applied each approval, the other got 409.
+    assert.equal(answers.size, jobs.length);
+    for (const s of answers.values()) assert.deepEqual(s, [200, 409]);
+    // No tool ran twice: each tag at most once in its tenant's ran.log; exactly once where the
+    // tool finished, and for the session whose worker was killed after the tool's effect. (Tools
+    // another session of the killed worker had started but not yet run stay unrun.)
+    const runs = new Map<string, number>();
+    for (const t of ["acme", "globex"]) {
+      const log = path.join(dataDir, "tenants", t, "workspace", "ran.log");
+      for (const line of fs.readFileSync(log, "utf8").split("\n").filter(Boolean)) {
+        runs.set(line, (runs.get(line) ?? 0) + 1);
+      }
+    }
+    for (const j of jobs) {
+      const finished = (await store.read(j.id, 0)).some((e) => e.kind === "tool_finished");
+      const n = runs.get(j.tag) ?? 0;
+      assert.ok(n <= 1, `${j.tag} ran ${n} times`);
+      if (finished || j.id === killed!.session) assert.equal(n, 1, `${j.tag} ran once`);
+    }
+    // The killed session was taken over by another worker, and its tool was not re-run.
+    const victim = await store.read(killed!.session, 0);
+    assert.ok(new Set(victim.map((e) => e.epoch)).size >= 2, "the session changed owner");
+    const tenantOf = jobs.find((j) => j.id === killed!.session)!.tenant;
+    assert.ok(
+      models[tenantOf].requests.some((r) => /Interrupted, not re-run/.test(JSON.stringify(r.body))),
+      "the model was told the tool was interrupted",
+    );
+    // Graceful stops of what is still running.
+    for (const p of [...fronts, ...workers.values()]) {
+      if (p.child.exitCode === null && p.child.signalCode === null) {
+        const closed = new Promise((r) => p.child.once("close", r));
+        p.child.kill("SIGTERM");
+        await closed;
+      }
+    }
+  },
+);
+
+test("the multi-worker settings come from the environment and are checked", () => {
+  const c = configFromEnv({
+    OPENAI_MODEL: "m",
+    SERVER_TOKEN: "a-long-enough-token",
+    DATABASE_URL: "postgres://u@db/agent",
+    DATABASE_TABLE_PREFIX: "zq_",
+    WORKER_ID: "w7",
+    WORKER_CONCURRENCY: "3",
+    LEASE_TTL_MS: "5000",
+    APPROVAL_HOLD_MS: "9000",
+  });
+  assert.deepEqual(
+    [c.databaseUrl, c.tablePrefix, c.workerId, c.workerConcurrency, c.leaseTtlMs, c.approvalHoldMs],
+    ["postgres://u@db/agent", "zq_", "w7", 3, 5000, 9000],
+  );
+  assert.equal(
+    configFromEnv({ OPENAI_MODEL: "m", SERVER_TOKEN: "x".repeat(20) }).databaseUrl,
+    undefined,
+  );
+  assert.throws(
+    () => configFromEnv({ OPENAI_MODEL: "m", SERVER_TOKEN: "x".repeat(20), LEASE_TTL_MS: "soon" }),
+    /LEASE_TTL_MS="soon" is not a positive integer/,
+  );
+});
+
+test("a worker does not start without DATABASE_URL", { skip: runtimeSkip }, async () => {
+  const env = { ...process.env, OPENAI_MODEL: "m", SERVER_TOKEN: "x".repeat(20) } as Record<
+    string,
+    string
+  >;
+  delete env.DATABASE_URL;
+  const argv = isDeno ? ["run", "-A", MAIN, "--worker"] : [...nodeFlags, MAIN, "--worker"];
+  const child = spawn(process.execPath, argv, { env, stdio: ["ignore", "pipe", "pipe"] });
+  let err = "";
+  child.stderr.on("data", (d) => (err += d));
+  const code = await new Promise((r) => child.on("exit", r));
+  assert.equal(code, 2);
+  assert.match(err, /Cannot start a worker: set DATABASE_URL/);
+});
+
+test(
+  "a front end checks its input and treats a retried message as a duplicate",
+  { skip },
+  async () => {
+    if ("skip" in pg) return;
+    const tenants = [
+      { id: "acme", token: "token-of-acme-0123456789" },
+      { id: "globex", token: "token-of-globex-0123456789" },
+    ];
+    const config = {
+      ...testConfig("/nonexistent", tenants),
+      databaseUrl: pg.url,
+      tablePrefix: uniquePrefix("f"),
+    };
+    const cluster = await openClusterStore(config);
+    cleanups.push(() => cluster.close());
+    const front = new ClusterFrontEnd({
+      ...config,
+      store: cluster.store,
+      listSessions: cluster.listSessions,
+    });
+    const url = await front.listen();
+    cleanups.push(() => front.close());
+    const acme = tenants[0].token;
+    const id = String((await call(`${url}/sessions`, acme, "POST", {})).body.id);
+    const send = (key: string, text = "hi") =>
+      fetch(`${url}/sessions/${id}/messages`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${acme}`, "idempotency-key": key },
+        body: JSON.stringify({ text }),
+      }).then(async (r) => ({ status: r.status, body: await r.json() }));
+    assert.deepEqual(await send("k1"), { status: 202, body: { status: "queued" } });
+    assert.deepEqual(await send("k1"), { status: 202, body: { status: "duplicate" } });
+    assert.equal((await send("bad key")).status, 400);
+    assert.equal((await send("k2", " ")).status, 400);
+    const state = await call(`${url}/sessions/${id}`, acme, "GET");
+    assert.equal(state.body.status, "runnable");
+    assert.deepEqual(state.body.pendingApprovals, []);
+    const bad = await fetch(`${url}/sessions/${id}/events`, {
+      headers: { authorization: `Bearer ${acme}`, "last-event-id": "-1" },
+    });
+    await bad.body?.cancel();
+    assert.equal(bad.status, 400);
+    const approval = (outcome: string) =>
+      call(`${url}/sessions/${id}/approvals/call_x`, acme, "POST", { outcome });
+    assert.equal((await approval("maybe")).status, 400);
+    assert.equal((await approval("once")).status, 404);
+    assert.equal((await call(`${url}/sessions/s-0000000000000000`, acme, "GET")).status, 404);
+    assert.deepEqual((await call(`${url}/sessions`, tenants[1].token, "GET")).body, {
+      sessions: [],
+    });
+    assert.deepEqual(
+      (await call(`${url}/sessions`, acme, "GET")).body,
+      { sessions: [{ id, status: "runnable", running: false }] },
+    );
+  },
+);
