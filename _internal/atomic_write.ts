@@ -40,7 +40,9 @@ export function writeFileAtomicSync(
   if (options.mkdir) fs.mkdirSync(path.dirname(target), { recursive: true });
   const temp = tempPath(target);
   try {
-    const fd = fs.openSync(temp, "w", options.mode ?? 0o666);
+    const fd = options.mode === undefined
+      ? fs.openSync(temp, "w")
+      : fs.openSync(temp, "w", options.mode);
     try {
       fs.writeFileSync(fd, data);
       fs.fsyncSync(fd);
@@ -68,7 +70,9 @@ export async function writeFileAtomic(
   if (options.mkdir) await fs.promises.mkdir(path.dirname(target), { recursive: true });
   const temp = tempPath(target);
   try {
-    const handle = await open(temp, "w", options.mode ?? 0o666);
+    const handle = options.mode === undefined
+      ? await open(temp, "w")
+      : await open(temp, "w", options.mode);
     try {
       await handle.writeFile(data);
       await handle.sync();

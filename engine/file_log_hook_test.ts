@@ -2,6 +2,7 @@ import { afterEach, test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
+import process from "node:process";
 import {
   ApprovalOutcome,
   CompositeHook,
@@ -210,4 +211,18 @@ test("loadState gives a finished-but-unsaved call its logged outcome and an unfi
   assert.match(String(tools[0].content), /"recovered":true/);
   assert.match(String(tools[0].content), /hello/);
   assert.match(String(tools[1].content), /may have partly run/);
+});
+
+test("the event log and checkpoint are not writable by other users", {
+  skip: process.platform === "win32",
+}, async () => {
+  const stateDir = dir();
+  const hook = new FileLogHook("s-mode", stateDir);
+  const engine = await engineWith([{ text: "hello" }], hook);
+  await collect(engine.run("hi"));
+  hook.saveState(engine);
+  for (const file of ["s-mode.jsonl", "s-mode_state.json"]) {
+    const mode = fs.statSync(path.join(stateDir, file)).mode;
+    assert.equal(mode & 0o022, 0, `${file} is ${(mode & 0o777).toString(8)}`);
+  }
 });

@@ -32,6 +32,37 @@ function fallbackCount(text: string): number {
   return Math.ceil(text.length / 3.5);
 }
 
+/** Longest run of non-space (or space) characters given to the tokenizer in one piece. */
+const MAX_RUN_CHARS = 256;
+const LONG_RUN = new RegExp(`\\S{${MAX_RUN_CHARS + 1},}|\\s{${MAX_RUN_CHARS + 1},}`, "g");
+
+/**
+ * Counts `text`, cutting runs of more than {@link MAX_RUN_CHARS} non-space (or space) characters
+ * into slices first. BPE merging inside one pre-tokenizer piece costs time that grows with the
+ * square of its length (a 200,000-character run of one letter took 18 s and blocked the event
+ * loop), so a long run is counted slice by slice: linear time, and within a token or so per slice
+ * of the exact count. Slices never split a surrogate pair.
+ */
+export function countBounded(count: TextTokenCounter, text: string): number {
+  let total = 0;
+  let last = 0;
+  LONG_RUN.lastIndex = 0;
+  for (let m = LONG_RUN.exec(text); m; m = LONG_RUN.exec(text)) {
+    if (m.index > last) total += count(text.slice(last, m.index));
+    const end = m.index + m[0].length;
+    for (let i = m.index; i < end;) {
+      let cut = Math.min(i + MAX_RUN_CHARS, end);
+      const code = text.charCodeAt(cut - 1);
+      if (cut < end && code >= 0xd800 && code <= 0xdbff) cut--; // keep surrogate pairs whole
+      total += count(text.slice(i, cut));
+      i = cut;
+    }
+    last = end;
+  }
+  if (last < text.length) total += count(text.slice(last));
+  return total;
+}
+
 /**
  * Loads the tokenizer once (lazily) and returns a synchronous counter.
  *
@@ -43,7 +74,7 @@ export function loadTokenCounter(): Promise<TextTokenCounter> {
   loading ??= import("gpt-tokenizer/encoding/o200k_base").then(
     (m) => {
       const count = m.countTokens as (text: string) => number;
-      counter = (text: string) => (text ? count(text) : 0);
+      counter = (text: string) => (text ? countBounded(count, text) : 0);
       return counter;
     },
     () => {

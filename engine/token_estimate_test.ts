@@ -38,3 +38,22 @@ test("tool-call arguments count toward a message", async () => {
   }, count);
   assert.ok(withCall > bare + 8);
 });
+
+test("a long run of one character is counted in linear time, close to the exact count", async () => {
+  const count = await loadTokenCounter();
+  // Without slicing, BPE on one 300,000-character piece takes minutes and blocks the event loop.
+  const run = "x".repeat(300_000);
+  const n = count(run);
+  assert.ok(n > 0 && n <= run.length, String(n));
+  const exactSmall = count("x".repeat(256));
+  assert.ok(Math.abs(n - exactSmall * (300_000 / 256)) <= 300_000 / 256 + 1, String(n));
+});
+
+test("slicing long runs leaves ordinary text counted exactly", async () => {
+  const count = await loadTokenCounter();
+  const prose = "The quick brown fox jumps over the lazy dog. ".repeat(2000);
+  const { countTokens } = await import("gpt-tokenizer/encoding/o200k_base");
+  assert.equal(count(prose), countTokens(prose));
+  const emoji = "😀".repeat(400); // 800 UTF-16 units: slices must not split a pair
+  assert.ok(count(emoji) > 0);
+});

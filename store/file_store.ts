@@ -228,7 +228,9 @@ export class FileSessionStore extends LocalStore {
         ...(e.idemKey !== undefined ? { idemKey: e.idemKey } : {}),
       })
     );
-    fs.appendFileSync(file, `${prefix}${lines.join("\n")}\n`);
+    // An explicit mode: Deno's appendFileSync ignores the umask and would create the log 0666.
+    // The log holds the conversation and decides what ran, so only its owner may write it.
+    fs.appendFileSync(file, `${prefix}${lines.join("\n")}\n`, { mode: 0o600 });
   }
 
   /** Events after `after`, parsed from the log. */

@@ -57,6 +57,7 @@ export { type FileToolsOptions, registerFileTools, registerReadOnlyFileTools } f
 export {
   type CommandWrapper,
   DEFAULT_SHELL_TIMEOUT_MS,
+  isSecretEnvName,
   MAX_SHELL_TIMEOUT_MS,
   registerShellTool,
   type ShellChoice,

@@ -78,8 +78,13 @@ export interface ShellToolOptions {
   maxOutputBytes?: number;
   /** Ms between SIGTERM and SIGKILL when a timeout fires (default 2000). */
   killGraceMs?: number;
-  /** Extra environment variables for every command (override the defaults). */
+  /** Extra environment variables for every command (override the defaults; always passed). */
   env?: Record<string, string>;
+  /**
+   * Names of host environment variables to pass even though they look like credentials (see
+   * {@link isSecretEnvName}); default none. Commands never see the host's keys otherwise.
+   */
+  passEnv?: string[];
   /** Shell to use instead of the automatic choice. */
   shell?: ShellChoice;
 }
@@ -342,9 +347,32 @@ export class ShellTaskManager {
 }
 
 /** The environment commands run with: the host's, pagers off, no prompts, plus overrides. */
-function commandEnv(extra: Record<string, string> | undefined): Record<string, string> {
+/**
+ * True for an environment variable that looks like a credential: a name with a part such as
+ * `API_KEY`, `ACCESS_KEY`, `SECRET`, `TOKEN`, `PASSWORD`, `CREDENTIALS` or `PRIVATE_KEY`, the
+ * database URLs (`DATABASE_URL`, `*_DSN`, `PGPASSWORD`), or any value holding a URL with a password
+ * (`scheme://user:pass@host`). Such variables are not passed to shell commands (manual §8.6: the
+ * model must never see the host's keys; an approved `env` would print them).
+ */
+export function isSecretEnvName(name: string, value = ""): boolean {
+  return SECRET_NAME.test(name) || SECRET_EXACT.test(name) || URL_WITH_PASSWORD.test(value);
+}
+
+const SECRET_NAME =
+  /(^|_)(API_?KEY|ACCESS_?KEY|SECRET|TOKEN|PASSWORD|PASSWD|CREDENTIALS?|PRIVATE_?KEY)(_|$)/i;
+const SECRET_EXACT = /^(DATABASE_URL|PGPASSWORD|[A-Z0-9_]*_DSN)$/i;
+const URL_WITH_PASSWORD = /^[a-z][a-z0-9+.-]*:\/\/[^/\s:@]+:[^/\s@]+@/i;
+
+function commandEnv(
+  extra: Record<string, string> | undefined,
+  passEnv: readonly string[] = [],
+): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [name, value] of Object.entries(envAll())) {
+    if (!isSecretEnvName(name, value) || passEnv.includes(name)) env[name] = value;
+  }
   return {
-    ...envAll(),
+    ...env,
     GIT_PAGER: "cat",
     PAGER: "cat",
     GIT_TERMINAL_PROMPT: "0",
@@ -423,7 +451,7 @@ export function registerShellTool(
     const command = stringArg(args, "command", "run_shell");
     if (command.trim() === "") throw new Error("Cannot run command: command is empty");
     const cwd = resolveCwd(workspace, args.cwd);
-    const env = commandEnv(options.env);
+    const env = commandEnv(options.env, options.passEnv);
     const chosen = getShell();
     if (boolArg(args, "background", false)) {
       const info = manager.start({

@@ -6,7 +6,7 @@ import os from "node:os";
 import path from "node:path";
 import process from "node:process";
 import { RiskClass, type ToolContext, ToolRegistry } from "./registry.ts";
-import { registerShellTool, ShellTaskManager } from "./shell.ts";
+import { isSecretEnvName, registerShellTool, ShellTaskManager } from "./shell.ts";
 
 const posix = process.platform !== "win32";
 
@@ -305,4 +305,47 @@ console.log(t.pid);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test(
+  "run_shell does not pass the host's credentials to commands, unless passEnv names them",
+  { skip: !posix },
+  async () => {
+    const saved = { ...process.env };
+    Object.assign(process.env, {
+      ZQ_TEST_API_KEY: "sk-leak-1",
+      ZQ_TEST_TOKEN: "tok-leak-2",
+      MY_SECRET: "leak-3",
+      DATABASE_URL: "postgres://u:p@127.0.0.1/db",
+      ZQ_MIRROR: "https://user:hunter2@127.0.0.1/repo",
+      ZQ_PLAIN: "visible",
+    });
+    try {
+      await inSetup({}, async (ws) => {
+        const out = await ws.call("run_shell", { command: "env" });
+        assert.doesNotMatch(out, /leak-|hunter2|u:p@/);
+        assert.match(out, /ZQ_PLAIN=visible/);
+        assert.match(out, /\nPATH=/);
+      });
+      await inSetup({ passEnv: ["ZQ_TEST_TOKEN"] }, async (ws) => {
+        const out = await ws.call("run_shell", { command: "env" });
+        assert.match(out, /ZQ_TEST_TOKEN=tok-leak-2/);
+        assert.doesNotMatch(out, /sk-leak-1/);
+      });
+    } finally {
+      for (const k of Object.keys(process.env)) if (!(k in saved)) delete process.env[k];
+      Object.assign(process.env, saved);
+    }
+  },
+);
+
+test("isSecretEnvName recognises credential names and URLs with passwords, not ordinary names", () => {
+  for (const name of ["OPENAI_API_KEY", "GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY", "PGPASSWORD"]) {
+    assert.equal(isSecretEnvName(name), true, name);
+  }
+  for (const name of ["PATH", "HOME", "PWD", "KEYBOARD", "TOKENIZERS_PARALLELISM", "LANG"]) {
+    assert.equal(isSecretEnvName(name), false, name);
+  }
+  assert.equal(isSecretEnvName("MIRROR", "https://a:b@example.invalid/x"), true);
+  assert.equal(isSecretEnvName("MIRROR", "https://example.invalid/x"), false);
 });
