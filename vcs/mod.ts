@@ -38,8 +38,9 @@ export {
   SessionVcs,
   type VcsCommitResult,
   type VcsFileChange,
+  type VcsKeptPath,
   type VcsSkippedFile,
   type VcsTurn,
 } from "./session_vcs.ts";
-export { VcsHook, type VcsHookOptions } from "./vcs_hook.ts";
+export { type VcsErrorSink, VcsHook, type VcsHookOptions } from "./vcs_hook.ts";
 export { VcsError, type VcsErrorCode } from "./errors.ts";

@@ -10,6 +10,13 @@
  * `git commit-tree` and pinned by refs under `refs/agent/<session>/`. HEAD, the user's index and
  * staging area are never touched, and nothing ever runs `git clean`.
  *
+ * Symbolic links: a path beyond a link in a parent position (a folder swapped for a link) counts
+ * as deleted in a snapshot and the link itself is recorded; a restore never reads, hashes,
+ * writes or deletes through such a link (it reports the path in `kept` with a reason), replaces
+ * a link at the final component instead of writing its target, and checks that the real path of
+ * each written file's folder is inside the workspace (`_workspace_guard.ts`). Paths cross to git
+ * NUL-separated (`-z`) only, so any file name works.
+ *
  * @module
  */
 import { createHash, randomBytes } from "node:crypto";
@@ -18,6 +25,12 @@ import path from "node:path";
 import { Git, splitNul } from "./_git.ts";
 import { VcsError } from "./errors.ts";
 import { agentRef, sessionIndexPath, type VcsPlan } from "./plan.ts";
+import {
+  type BlockedPath,
+  blockedReason,
+  UnsafePathError,
+  WorkspaceGuard,
+} from "./_workspace_guard.ts";
 
 /** A file left out of a snapshot because it is larger than the plan's `maxFileBytes`. */
 export interface VcsSkippedFile {
@@ -75,6 +88,14 @@ export interface RestoreOptions {
   dryRun?: boolean;
 }
 
+/** A path a restore left alone, and why (see {@link RestoreResult.kept}). */
+export interface VcsKeptPath {
+  /** Workspace-relative path. */
+  path: string;
+  /** Why it was not restored, e.g. "its parent folder cfg is now a symbolic link". */
+  reason: string;
+}
+
 /** What {@link SessionVcs.restoreTurn} did (or would do, with `dryRun`). DESIGN §6. */
 export interface RestoreResult {
   /** Paths now as they were after the turn (sorted). */
@@ -85,10 +106,13 @@ export interface RestoreResult {
   missing: string[];
   /**
    * Paths left alone although the turn's state differs: files that would have to be deleted
-   * but were changed since the last snapshot (deleting them would lose someone's work), or
-   * that a folder now occupies.
+   * but were changed since the last snapshot (deleting them would lose someone's work), that
+   * a folder now occupies, or that cannot be reached safely (a parent folder is now a symbolic
+   * link or a file: writing through it could leave the workspace). Sorted.
    */
   kept: string[];
+  /** Why each path of `kept` was left alone, in the same order. */
+  keptReasons: VcsKeptPath[];
   /** Commit holding the overwritten files' previous content (`null` when none). */
   backup: string | null;
 }
@@ -340,7 +364,9 @@ export class SessionVcs {
    * differ between that state and the session's latest snapshot are touched; a file no snapshot
    * of this session saw is never touched; never `git clean`. Files whose content changed since
    * the latest snapshot are listed in `overwritten` (their previous content is kept in the
-   * `backup` commit); files that would have to be deleted but were changed since are kept.
+   * `backup` commit); files that would have to be deleted but were changed since are kept,
+   * and so are paths that cannot be reached without going through a symbolic link (each kept
+   * path has its reason in `keptReasons`).
    *
    * @param n Turn number from {@link SessionVcs.listTurns}.
    * @param options `paths` to restore only some paths; `dryRun` to only report.
@@ -496,19 +522,31 @@ export class SessionVcs {
     const update: string[] = [];
     const forceRemove: string[] = [];
     const ws = this.plan.workspace;
+    // A path beyond a symbolic link (a folder swapped for a link, or for a file) is gone as far
+    // as the snapshot goes: git refuses to read it ("beyond a symbolic link"), and it must not
+    // be looked at through the link. It is dropped; the link itself is snapshotted.
+    const guard = new WorkspaceGuard(ws);
+    const blockers = new Set<string>();
     for (let i = 0; i < candidates.length; i += 64) {
       const batch = candidates.slice(i, i + 64);
+      const blocks = await Promise.all(batch.map((p) => guard.blockedAncestor(p)));
       const stats = await Promise.all(
-        batch.map((p) => fs.lstat(path.join(ws, p)).catch(() => null)),
+        batch.map((p, j) => blocks[j] ? null : fs.lstat(path.join(ws, p)).catch(() => null)),
       );
       batch.forEach((p, j) => {
         const st = stats[j];
-        if (st?.isDirectory()) forceRemove.push(p);
+        const block = blocks[j];
+        if (block) {
+          forceRemove.push(p);
+          if (!excluded(block.at)) blockers.add(block.at);
+        } else if (st?.isDirectory()) forceRemove.push(p);
         else if (st?.isFile() && st.size > this.plan.maxFileBytes) {
           skipped.push({ path: p, bytes: st.size });
         } else update.push(p);
       });
     }
+    const listed = new Set(update);
+    for (const b of blockers) if (!listed.has(b)) update.push(b);
     if (forceRemove.length > 0) {
       await git.run(["update-index", "--force-remove", "-z", "--stdin"], {
         stdin: forceRemove.join("\0") + "\0",
@@ -599,30 +637,52 @@ export class SessionVcs {
     return map;
   }
 
-  /** Blob ids of files on disk, as git would store them (`null` = absent, `"dir"` = folder). */
-  async #diskIds(paths: string[]): Promise<Map<string, string | null>> {
+  /**
+   * The state of paths on disk, as git would store them: `ids` maps a path to its blob id,
+   * `null` (absent) or `"dir"` (a folder); `blocked` holds the paths beyond a symbolic link (or
+   * a file) in a parent position, which are never looked at. Files and links are hashed by
+   * git itself through a throw-away index (`update-index --info-only -z`, then
+   * `ls-files -s -z`), so names with newlines are safe and the repository's filters apply.
+   */
+  async #diskIds(
+    paths: string[],
+    guard: WorkspaceGuard,
+  ): Promise<{ ids: Map<string, string | null>; blocked: Map<string, BlockedPath> }> {
     const ws = this.plan.workspace;
     const ids = new Map<string, string | null>();
+    const blocked = new Map<string, BlockedPath>();
     const files: string[] = [];
     for (const p of paths) {
+      const block = await guard.blockedAncestor(p);
+      if (block) {
+        blocked.set(p, block);
+        continue;
+      }
       const st = await fs.lstat(path.join(ws, p)).catch(() => null);
       if (!st) ids.set(p, null);
       else if (st.isDirectory()) ids.set(p, "dir");
-      else if (st.isSymbolicLink()) {
-        const target = await fs.readlink(path.join(ws, p));
-        const out = await this.#git!.run(["hash-object", "--stdin"], { stdin: target });
-        ids.set(p, out.stdout.trim());
-      } else files.push(p);
+      else files.push(p);
     }
-    if (files.length > 0) {
-      // Absolute paths: git resolves --stdin-paths from the top of the work tree.
-      const out = await this.#git!.run(["hash-object", "--stdin-paths"], {
-        stdin: files.map((p) => path.join(ws, p)).join("\n") + "\n",
+    if (files.length === 0) return { ids, blocked };
+    const env = { GIT_INDEX_FILE: `${this.#index}.probe-${randomBytes(4).toString("hex")}` };
+    try {
+      // --remove: a path that vanished meanwhile is dropped instead of failing the call.
+      await this.#git!.run(["update-index", "--add", "--remove", "--info-only", "-z", "--stdin"], {
+        stdin: files.join("\0") + "\0",
+        env,
       });
-      const shas = out.stdout.split("\n");
-      files.forEach((p, i) => ids.set(p, shas[i]));
+      const out = await this.#git!.run(["ls-files", "-s", "-z"], { env });
+      const found = new Map<string, string>();
+      for (const record of splitNul(out.stdout)) {
+        // "<mode> <sha> <stage>\t<path>"
+        const tab = record.indexOf("\t");
+        found.set(record.slice(tab + 1), record.slice(0, tab).split(" ")[1]);
+      }
+      for (const p of files) ids.set(p, found.get(p) ?? null);
+    } finally {
+      await fs.rm(env.GIT_INDEX_FILE, { force: true });
     }
-    return ids;
+    return { ids, blocked };
   }
 
   /** Reads blobs with one `git cat-file --batch`. */
@@ -664,69 +724,99 @@ export class SessionVcs {
     const requested = (options.paths ?? []).map((p) => this.#normalisePath(p));
     const latest = this.#s.latest!;
     const diff = await this.#differing(target, latest.commit, requested);
-    const disk = await this.#diskIds([...diff.keys()]);
+    const guard = new WorkspaceGuard(ws);
+    const { ids: disk, blocked } = await this.#diskIds([...diff.keys()], guard);
     const restored: string[] = [];
     const overwritten: string[] = [];
-    const kept: string[] = [];
+    const reasons = new Map<string, string>();
     const deletes: string[] = [];
     const writes: { path: string; entry: TreeEntry }[] = [];
-    for (const [p, { a: want, b: last }] of diff) {
-      if (want?.mode === "160000" || last?.mode === "160000") continue; // nested repositories
-      const now = disk.get(p) ?? null;
+    const plan = (
+      p: string,
+      want: TreeEntry | null,
+      last: TreeEntry | null,
+      now: string | null,
+    ) => {
       if (now === (want?.sha ?? null)) {
         restored.push(p);
-        continue;
+        return;
       }
       const changedSinceLatest = now !== (last?.sha ?? null);
       if (!want) {
-        if (changedSinceLatest) kept.push(p);
+        if (changedSinceLatest) reasons.set(p, "it was changed since the last snapshot");
         else {
           deletes.push(p);
           restored.push(p);
         }
       } else if (now === "dir") {
-        kept.push(p);
+        reasons.set(p, "a folder is there now");
       } else {
         writes.push({ path: p, entry: want });
         restored.push(p);
         if (changedSinceLatest) overwritten.push(p);
       }
+    };
+    const beyond: [string, TreeEntry | null, TreeEntry | null, BlockedPath][] = [];
+    for (const [p, { a: want, b: last }] of diff) {
+      if (want?.mode === "160000" || last?.mode === "160000") continue; // nested repositories
+      const block = blocked.get(p);
+      if (block) beyond.push([p, want, last, block]);
+      else plan(p, want, last, disk.get(p) ?? null);
+    }
+    // A path beyond a link (or a file) in a parent position is absent from the workspace; it
+    // can be restored only when this restore deletes that link first. Otherwise it is kept:
+    // writing or deleting it would go through the link, maybe outside the workspace.
+    const deleted = new Set(deletes);
+    for (const [p, want, last, block] of beyond) {
+      if (deleted.has(block.at)) plan(p, want, last, null);
+      else reasons.set(p, blockedReason(block));
     }
     const missing: string[] = [];
     for (const q of requested) {
-      const inTarget = await git.run(["ls-tree", "-r", "--name-only", target, "--", q], {
+      const inTarget = await git.run(["ls-tree", "-r", "-z", "--name-only", target, "--", q], {
         env: { GIT_LITERAL_PATHSPECS: "1" },
       });
-      if (inTarget.stdout.trim() !== "") continue;
-      const onDisk = await fs.lstat(path.join(ws, q)).then(() => true, () => false);
+      if (inTarget.stdout !== "" || q === ".") continue;
+      // Not looked at through a link: beyond one, a path is not in the workspace.
+      const onDisk = !(await guard.blockedAncestor(q)) &&
+        await fs.lstat(path.join(ws, q)).then(() => true, () => false);
       if (!onDisk) missing.push(q);
     }
     let backup: string | null = null;
     if (!options.dryRun) {
-      const existing = overwritten.filter((p) => disk.get(p) !== null);
+      const existing = overwritten.filter((p) => disk.get(p) != null);
       if (existing.length > 0) backup = await this.#backup(existing, latest.commit);
       const blobs = await this.#blobs(writes.map((w) => w.entry.sha));
+      const fail = (p: string, e: unknown): void => {
+        // e.g. a link or a file now sits where a parent folder must be: leave it, report it
+        restored.splice(restored.indexOf(p), 1);
+        const o = overwritten.indexOf(p);
+        if (o >= 0) overwritten.splice(o, 1);
+        reasons.set(p, e instanceof UnsafePathError ? e.message : `Cannot write it: ${e}`);
+      };
       for (const p of deletes) {
-        await fs.rm(path.join(ws, p), { force: true });
-        await this.#removeEmptyParents(p);
+        try {
+          await guard.removeFile(p);
+          await this.#removeEmptyParents(p);
+        } catch (e) {
+          fail(p, e);
+        }
       }
       for (const w of writes) {
         try {
-          await this.#writeEntry(w.path, w.entry, blobs.get(w.entry.sha)!);
-        } catch {
-          // e.g. a file now sits where a parent folder must be: leave it, report it kept
-          restored.splice(restored.indexOf(w.path), 1);
-          const o = overwritten.indexOf(w.path);
-          if (o >= 0) overwritten.splice(o, 1);
-          kept.push(w.path);
+          await this.#writeEntry(guard, w.path, w.entry, blobs.get(w.entry.sha)!);
+        } catch (e) {
+          fail(w.path, e);
         }
       }
     }
+    const kept = [...reasons.keys()].sort();
     return {
       restored: restored.sort(),
       overwritten: overwritten.sort(),
       missing: missing.sort(),
-      kept: kept.sort(),
+      kept,
+      keptReasons: kept.map((p) => ({ path: p, reason: reasons.get(p)! })),
       backup,
     };
   }
@@ -741,10 +831,11 @@ export class SessionVcs {
         env,
       });
       const tree = (await this.#git!.run(["write-tree"], { env })).stdout.trim();
+      const listed = paths.map((p) => `Path: ${JSON.stringify(p)}`).join("\n");
       const commit = await this.#commitTree(
         tree,
         parent,
-        `agent: content overwritten by a restore\n\n${paths.map((p) => `Path: ${p}`).join("\n")}\n`,
+        `agent: content overwritten by a restore\n\n${listed}\n`,
       );
       const stamp = `${Date.now()}-${createHash("sha1").update(commit).digest("hex").slice(0, 8)}`;
       await this.#git!.run(["update-ref", `${this.#ref}/backups/${stamp}`, commit]);
@@ -754,20 +845,35 @@ export class SessionVcs {
     }
   }
 
-  async #writeEntry(rel: string, entry: TreeEntry, content: Uint8Array): Promise<void> {
-    const file = path.join(this.plan.workspace, rel);
-    await fs.mkdir(path.dirname(file), { recursive: true });
-    const tmp = path.join(
-      path.dirname(file),
-      `.${path.basename(file)}.zqagent-restore-${randomBytes(4).toString("hex")}`,
-    );
+  /**
+   * Writes one tree entry at `rel` through a temporary file and a rename, so a link at `rel`
+   * is replaced (never followed); parents are created without following links and checked to
+   * be inside the workspace, again right before the rename.
+   */
+  async #writeEntry(
+    guard: WorkspaceGuard,
+    rel: string,
+    entry: TreeEntry,
+    content: Uint8Array,
+  ): Promise<void> {
+    const dir = await guard.makeParents(rel);
+    const file = path.join(dir, path.basename(rel));
+    const tmp = path.join(dir, `.zqagent-restore-${randomBytes(6).toString("hex")}.tmp`);
     try {
       if (entry.mode === "120000") {
         await fs.symlink(new TextDecoder().decode(content), tmp);
       } else {
-        await fs.writeFile(tmp, content, { mode: entry.mode === "100755" ? 0o755 : 0o644 });
-        await fs.chmod(tmp, entry.mode === "100755" ? 0o755 : 0o644);
+        const mode = entry.mode === "100755" ? 0o755 : 0o644;
+        // "wx": O_CREAT|O_EXCL, so an existing link at the temporary name is never followed.
+        const handle = await fs.open(tmp, "wx", mode);
+        try {
+          await handle.writeFile(content);
+          await handle.chmod(mode);
+        } finally {
+          await handle.close();
+        }
       }
+      await guard.makeParents(rel);
       await fs.rename(tmp, file);
     } catch (e) {
       await fs.rm(tmp, { force: true });

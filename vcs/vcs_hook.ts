@@ -6,10 +6,25 @@
  */
 import type { SessionVcs, VcsCommitResult } from "./session_vcs.ts";
 
+/** Where {@link VcsHook} reports errors: any object with an `EngineHook`-style `onError`. */
+export interface VcsErrorSink {
+  /** Called as `onError(message, "vcs_failed", {retriable: false, code})` (manual §11.1). */
+  onError?(error: string, errorType: string, info?: Record<string, unknown>): void;
+}
+
 /** Options of {@link VcsHook}. */
 export interface VcsHookOptions {
-  /** Called with every error of the background git work (default: kept in `lastError` only). */
+  /**
+   * Called with every error of the background git work (a failed snapshot, for example).
+   * Errors are also kept in `lastError`. When neither `onError` nor `reportTo` can take them,
+   * they are printed with `console.warn`, so a failing snapshot is never silent.
+   */
   onError?: (error: Error) => void;
+  /**
+   * A hook (usually the host's own `EngineHook`) whose `onError` also receives every error, as
+   * `onError(message, "vcs_failed", {retriable: false, code})`.
+   */
+  reportTo?: VcsErrorSink;
   /** Called after each turn's snapshot (e.g. to report files skipped by the size cap). */
   onCommit?: (result: VcsCommitResult) => void;
 }
@@ -20,7 +35,8 @@ export interface VcsHookOptions {
  * chain, in order; {@link VcsHook.flush} awaits it (a `SessionVcs` of the same session in the
  * same process queues behind it too). The engine awaits only {@link VcsHook.ready} before the
  * turn's tools run, so the "before" snapshot never includes the turn's own changes. Errors never
- * reach the engine: they go to `onError` and `lastError`.
+ * reach the engine's turn: they go to `onError`, to `reportTo.onError` and to `lastError`, and
+ * are printed with `console.warn` when no callback takes them.
  *
  * It has the `EngineHook` callbacks it needs (structurally an `EngineHook`).
  *
@@ -59,10 +75,20 @@ export class VcsHook {
   #fail(error: unknown): void {
     const e = error instanceof Error ? error : new Error(String(error));
     this.lastError = e;
+    const { onError, reportTo } = this.#options;
     try {
-      this.#options.onError?.(e);
+      if (!onError && typeof reportTo?.onError !== "function") {
+        console.warn(`[zqagent] vcs: ${e.message}`);
+      }
+      onError?.(e);
     } catch {
       // a throwing callback must not break the chain
+    }
+    try {
+      const code = (e as { code?: unknown }).code;
+      reportTo?.onError?.(e.message, "vcs_failed", { retriable: false, code });
+    } catch {
+      // best-effort, like every hook (manual §11.1)
     }
   }
 
