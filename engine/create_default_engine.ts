@@ -199,7 +199,9 @@ export function createDefaultEngine(opts: CreateEngineOpts): TurnEngine {
     } catch (e) {
       throw new EngineConfigError(`Cannot create engine: ${(e as Error).message}`, "bad_option");
     }
-    if (plan.mode !== "off") hook = new CompositeHook([opts.hook, new VcsHook(vcs, { reportTo: opts.hook })]);
+    if (plan.mode !== "off") {
+      hook = new CompositeHook([opts.hook, new VcsHook(vcs, { reportTo: opts.hook })]);
+    }
   }
   const provider = opts.provider ?? new OpenAIProvider({ logDir: opts.logDir });
   const lang = opts.lang ?? "zh";

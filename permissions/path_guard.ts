@@ -180,3 +180,59 @@ export function checkPath(
   }
   return { resolved, inside: roots.some((root) => isInside(root, resolved)) };
 }
+
+/** Files under a git folder that change what git runs (besides anything under `hooks`). */
+const GIT_CONFIG_FILES = new Set(["config", "config.worktree"]);
+
+/** True when the absolute path's segments name a git hook, a git config file or a `.git` file. */
+function protectedSegments(abs: string): boolean {
+  // Lower case: `.GIT/hooks` is the same folder on case-insensitive file systems (macOS, Windows).
+  const segs = abs.split(/[\\/]+/).filter((s) => s !== "").map((s) => s.toLowerCase());
+  const git = segs.indexOf(".git");
+  if (git < 0) return false;
+  const last = segs.length - 1;
+  if (git === last) return true; // a `.git` file: it names the git folder (worktrees, submodules)
+  const inside = segs.slice(git + 1);
+  return inside.includes("hooks") || GIT_CONFIG_FILES.has(segs[last]);
+}
+
+/**
+ * True when writing `target` could change what git runs later, outside any sandbox: a path
+ * inside a `hooks` folder of a `.git` folder, a `.git/config` (or `config.worktree`) file, or a
+ * `.git` file itself (it points git at another git folder) — at any depth, so nested
+ * repositories and submodules' `.git/modules/<name>/` folders count too. Research
+ * coding-engines.md §2.6; the OS sandbox keeps the same paths read-only for shell commands
+ * (`sandboxProtectedPaths`).
+ * Segments compare case-insensitively. Write tools refuse these paths in every mode.
+ *
+ * @param target The path to test: absolute, or relative to `base`; `~` is expanded.
+ * @param base When given, `target` is resolved from it both as written (`..` collapsed) and
+ *   through symlinks ({@link resolveWorkspacePath}), and either form being protected counts;
+ *   without it `target` is only normalized (it should already be resolved).
+ * @returns True for a protected path; false otherwise, and for a path that cannot be resolved
+ *   (other checks refuse those).
+ *
+ * @example
+ * ```ts
+ * import { isProtectedPath } from "@zqagent/core/permissions";
+ * isProtectedPath("/srv/ws/.git/hooks/pre-commit"); // true
+ * isProtectedPath("lib/sub/.git/config", "/srv/ws"); // true
+ * isProtectedPath("/srv/ws/src/hooks/use_it.ts"); // false
+ * ```
+ */
+export function isProtectedPath(target: string, base?: string): boolean {
+  if (typeof target !== "string" || target === "") return false;
+  let written: string;
+  try {
+    written = path.resolve(base === undefined ? "" : expandHome(base), expandHome(target));
+  } catch {
+    return false;
+  }
+  if (protectedSegments(written)) return true;
+  if (base === undefined) return false;
+  try {
+    return protectedSegments(resolveWorkspacePath(base, target));
+  } catch {
+    return false;
+  }
+}

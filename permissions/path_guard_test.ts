@@ -7,6 +7,7 @@ import {
   checkPath,
   expandHome,
   isInside,
+  isProtectedPath,
   PathResolutionError,
   resolveRoot,
   resolveWorkspacePath,
@@ -137,4 +138,48 @@ test("~user is refused with a PathResolutionError", () => {
 
 test("a symlink loop is refused with a PathResolutionError", () => {
   assert.throws(() => resolveWorkspacePath(ws, "loop-a/x"), PathResolutionError);
+});
+
+test("isProtectedPath names git hooks, git config and .git files at any depth", () => {
+  for (
+    const p of [
+      "/srv/ws/.git/hooks",
+      "/srv/ws/.git/hooks/pre-commit",
+      "/srv/ws/.git/config",
+      "/srv/ws/.git/config.worktree",
+      "/srv/ws/lib/inner/.git/hooks/post-checkout",
+      "/srv/ws/lib/inner/.git/config",
+      "/srv/ws/.git/modules/sub/hooks/pre-push",
+      "/srv/ws/.git/modules/sub/config",
+      "/srv/ws/sub/.git",
+      "/srv/ws/.GIT/Hooks/pre-commit",
+      "/srv/ws/src/../.git/hooks/x",
+    ]
+  ) {
+    assert.equal(isProtectedPath(p), true, p);
+  }
+  for (
+    const p of [
+      "/srv/ws/.git/HEAD",
+      "/srv/ws/.git/info/exclude",
+      "/srv/ws/src/hooks/use_it.ts",
+      "/srv/ws/config",
+      "/srv/ws/.github/hooks/x",
+      "/srv/ws/.gitignore",
+      "",
+    ]
+  ) {
+    assert.equal(isProtectedPath(p), false, p);
+  }
+});
+
+test("isProtectedPath with a base checks relative paths and symlinks into .git/hooks", () => {
+  const hooks = path.join(base, "repo", ".git", "hooks");
+  mkdirSync(hooks, { recursive: true });
+  symlinkSync(hooks, path.join(ws, "hooks-alias"));
+  assert.equal(isProtectedPath(".git/config", ws), true);
+  assert.equal(isProtectedPath("a/b/../../.git/hooks/x", ws), true);
+  assert.equal(isProtectedPath("hooks-alias/pre-commit", ws), true);
+  assert.equal(isProtectedPath("hooks-alias/pre-commit"), false, "without a base: as written");
+  assert.equal(isProtectedPath("src/a.ts", ws), false);
 });

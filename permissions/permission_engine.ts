@@ -7,7 +7,7 @@
 import { RiskClass, type ToolMetadata } from "../tools/mod.ts";
 import { analyzeCommand, argvMatchesAllowlist, parseAllowlist, plainArgv } from "./command.ts";
 import { type Decision, Mode } from "./mode.ts";
-import { checkPath, resolveRoot, resolveWorkspacePath } from "./path_guard.ts";
+import { checkPath, isProtectedPath, resolveRoot, resolveWorkspacePath } from "./path_guard.ts";
 import { missingRuntimeGrant, runtimeChecksActive } from "./_runtime_grants.ts";
 import type { SandboxStatus } from "./sandbox.ts";
 export type { SandboxStatus } from "./sandbox.ts";
@@ -94,8 +94,9 @@ const NO_SANDBOX: SandboxStatus = {
  *    refused (`needsUser: false`); external tools ask. Interactive tools (`ask_user`,
  *    `propose_plan`, `request_directory`) are allowed in every mode.
  * 2. A write tool whose `path`, `paths[]`, `destination`, `to`, `from` or `source` resolves
- *    outside the workspace and the writable granted directories is refused, in every mode
- *    (AUTO included).
+ *    outside the workspace and the writable granted directories, or to a git hook, a
+ *    `.git/config` or a `.git` file at any depth ({@link isProtectedPath}), is refused, in
+ *    every mode (AUTO included).
  * 3. Read-only tools are allowed when every path they name lies inside the workspace or a granted
  *    directory; a read outside asks, except in AUTO (DESIGN §5 deviation: the manual allows every
  *    read).
@@ -324,11 +325,20 @@ export class PermissionEngine {
       }
     }
 
-    // 2. Writes outside the workspace and writable granted directories: refused in every mode.
+    // 2. Writes outside the workspace and writable granted directories, and writes to git
+    //    hooks and config (they run later outside the sandbox): refused in every mode.
     if (cls === RiskClass.WRITE) {
-      const outside = this.#firstOutside(toolPaths(safeArgs), true);
+      const paths = toolPaths(safeArgs);
+      const outside = this.#firstOutside(paths, true);
       if (outside !== undefined) {
         return deny(`${toolName} would write outside the workspace: ${outside}`);
+      }
+      const guarded = paths.find((p) => isProtectedPath(p, this.#workspaceRoot));
+      if (guarded !== undefined) {
+        return deny(
+          `${toolName} would change ${guarded}: git hooks and config run commands later, ` +
+            "outside the sandbox, so no tool may write them",
+        );
       }
     }
 

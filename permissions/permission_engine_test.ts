@@ -177,6 +177,48 @@ for (const mode of ALL_MODES) {
   });
 }
 
+for (const mode of ALL_MODES) {
+  test(`a write to a git hook or git config is refused in ${mode} mode`, () => {
+    const p = engine({ mode });
+    for (
+      const args of [
+        { path: ".git/hooks/pre-commit" },
+        { path: ".git/config" },
+        { path: "sub/vendored/.git/hooks/post-checkout" },
+        { path: "sub/vendored/.git/config" },
+        { path: path.join(ws, ".git", "modules", "lib", "hooks", "pre-push") },
+        { path: "src/a.ts", destination: ".git/hooks/pre-commit" },
+      ]
+    ) {
+      const d = p.evaluate("write_file", args, WRITE);
+      assert.equal(verdict(d), "deny", JSON.stringify(args));
+      if (mode !== Mode.DISCUSS && mode !== Mode.PLAN) {
+        assert.match(d.reason, /git hooks and config run commands later/);
+      }
+    }
+  });
+}
+
+test("a write to a git hook is refused even when the tool is allowed for the session", () => {
+  const p = engine({ mode: Mode.AUTO });
+  p.allowToolForSession("write_file");
+  assert.equal(verdict(p.evaluate("write_file", { path: ".git/hooks/pre-commit" }, WRITE)), "deny");
+});
+
+test("a write through a symlink into .git/hooks is refused", () => {
+  mkdirSync(path.join(ws, ".git", "hooks"), { recursive: true });
+  symlinkSync(path.join(ws, ".git", "hooks"), path.join(ws, "hooks-link"));
+  const d = engine({ mode: Mode.AUTO }).evaluate("write_file", { path: "hooks-link/x" }, WRITE);
+  assert.equal(verdict(d), "deny");
+});
+
+test("other files under .git and folders merely named hooks stay writable in AUTO mode", () => {
+  const p = engine({ mode: Mode.AUTO });
+  for (const file of [".git/HEAD", ".git/info/exclude", "src/hooks/use_it.ts", "config"]) {
+    assert.equal(verdict(p.evaluate("write_file", { path: file }, WRITE)), "allow", file);
+  }
+});
+
 test("a write outside is refused even when the tool is allowed for the session", () => {
   const p = engine();
   p.allowToolForSession("write_file");

@@ -6,7 +6,9 @@
  *   `extraWritable` are bound writable, `/tmp` is a private tmpfs, and inside the writable roots
  *   every `.git/hooks`, `.git/config` and `.git` file (nested repositories too) and the engine's
  *   `.agent/` folder are bound read-only again (hooks and config run later outside the sandbox:
- *   research coding-engines.md §2.6). Commands get a new session, a new PID namespace, no
+ *   research coding-engines.md §2.6). `hidePaths` and the user's credential folders (`~/.ssh`,
+ *   `~/.aws`, …) are covered by an empty tmpfs (files by `/dev/null`), with the writable roots
+ *   inside them bound back, so reads of other tenants' folders fail. Commands get a new session, a new PID namespace, no
  *   capabilities (`--cap-drop ALL`, which matters when the host runs as root), die with the
  *   engine, and have no network unless `network: true`. Whether bwrap can create namespaces
  *   (containers often forbid it) is probed once per program and cached, with the reason.
@@ -22,11 +24,13 @@
  */
 import { spawnSync } from "node:child_process";
 import fs from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import process from "node:process";
 import { hasPermissionModel, mayRead, queryGrant } from "../_internal/deno_permissions.ts";
 import { envString, isDeno } from "../_internal/env.ts";
 import { which } from "../_internal/process.ts";
+import { isInside } from "./path_guard.ts";
 
 /** `"auto"` (use a sandbox when one works), `"off"`, `"required"` (fail without one). */
 export type SandboxMode = "auto" | "off" | "required";
@@ -39,6 +43,22 @@ export interface SandboxOptions {
   extraWritable?: string[];
   /** Let sandboxed commands use the network. Default `false`. */
   network?: boolean;
+  /**
+   * Folders (or files) sandboxed commands must not see (bubblewrap only): each folder is
+   * replaced by an empty tmpfs and each file by `/dev/null`. The workspace and `extraWritable`
+   * paths inside a hidden folder are bound back, so they stay visible and writable. Absolute,
+   * or relative to the workspace; missing paths are skipped when a command starts. A
+   * multi-tenant host passes its data folder, so one tenant's commands cannot read another
+   * tenant's workspace. Default `[]`.
+   */
+  hidePaths?: string[];
+  /**
+   * Also hide the engine user's credential folders and files ({@link homeSecretPaths}:
+   * `~/.ssh`, `~/.aws`, `~/.gnupg`, `~/.config/gcloud`, `~/.docker`, `~/.kube`, `~/.netrc`)
+   * that exist and do not contain the workspace (bubblewrap only). Default `true`; set `false`
+   * when commands need them (e.g. `git push` over SSH with `network: true`).
+   */
+  hideHomeSecrets?: boolean;
   /**
    * Deno only: run the file tools in a child `deno run` process whose `--allow-read` and
    * `--allow-write` cover only the workspace (DESIGN §5). Default `false`.
@@ -60,6 +80,10 @@ export interface SandboxStatus {
   network?: boolean;
   /** Extra writable roots (absolute real paths), besides the workspace and temp folders. */
   extraWritable?: string[];
+  /** Hidden paths from {@link SandboxOptions.hidePaths} (absolute real paths). */
+  hidePaths?: string[];
+  /** False when {@link SandboxOptions.hideHomeSecrets} is off; otherwise they are hidden. */
+  hideHomeSecrets?: boolean;
   /** The sandbox program (`bwrap`'s path or name, `/usr/bin/sandbox-exec`). */
   program?: string;
   /** True when the file tools run in a child `deno run` process (Deno only). */
@@ -127,6 +151,13 @@ export interface BwrapArgsOptions {
    * {@link sandboxProtectedPaths} of the writable roots; `[]` when `readOnly` is given.
    */
   pinned?: string[];
+  /**
+   * Existing folders and files to hide (absolute): a folder gets an empty `--tmpfs`, a file a
+   * `--ro-bind /dev/null`; writable roots inside them are bound back. A path equal to a
+   * writable root is ignored, and paths under `/tmp` outside the writable roots need nothing
+   * (the sandbox's `/tmp` is private). Missing paths are skipped. Default none.
+   */
+  hidden?: string[];
 }
 
 /** Options of {@link buildMacProfile}. */
@@ -219,13 +250,19 @@ export function resolveSandbox(
   if (!Array.isArray(extra) || extra.some((p) => typeof p !== "string" || p === "")) {
     throw new TypeError("Cannot resolve sandbox: extraWritable must be an array of paths");
   }
+  const hide = options.hidePaths ?? [];
+  if (!Array.isArray(hide) || hide.some((p) => typeof p !== "string" || p === "")) {
+    throw new TypeError("Cannot resolve sandbox: hidePaths must be an array of paths");
+  }
   const base = context.workspace ?? process.cwd();
-  const common = {
+  const common: CommonStatus = {
     mode,
     network: options.network === true,
     extraWritable: extra.map((p) => realOrResolved(path.resolve(base, p))),
     deno: options.deno === true && isDeno,
   };
+  if (hide.length > 0) common.hidePaths = hide.map((p) => realOrResolved(path.resolve(base, p)));
+  if (options.hideHomeSecrets === false) common.hideHomeSecrets = false;
   const platform = context.platform ?? process.platform;
   let status: SandboxStatus;
   if (mode === "off") {
@@ -266,7 +303,10 @@ export function resolveSandbox(
   return status;
 }
 
-type CommonStatus = Pick<SandboxStatus, "mode" | "network" | "extraWritable" | "deno">;
+type CommonStatus = Pick<
+  SandboxStatus,
+  "mode" | "network" | "extraWritable" | "deno" | "hidePaths" | "hideHomeSecrets"
+>;
 
 function resolveLinux(common: CommonStatus, override: string | undefined): SandboxStatus {
   let program: string | null = override ?? null;
@@ -425,6 +465,9 @@ export function describeSandbox(status: SandboxStatus): string {
     if (status.extraWritable && status.extraWritable.length > 0) {
       parts.push(`extra writable: ${status.extraWritable.join(", ")}`);
     }
+    if (status.kind === "bwrap" && status.hidePaths && status.hidePaths.length > 0) {
+      parts.push(`hidden: ${status.hidePaths.join(", ")}`);
+    }
   } else {
     parts.push(`No OS sandbox (not enforced, mode ${status.mode})`);
   }
@@ -550,10 +593,11 @@ export function sandboxProtectedPaths(roots: readonly string[]): ProtectedPaths 
  * win, so the read-only re-binds come after the writable binds.
  *
  * `--new-session --die-with-parent --cap-drop ALL --unshare-pid [--unshare-net] --ro-bind / /
- * --dev /dev --proc /proc --tmpfs /tmp --bind <ws> <ws> [--bind <extra> <extra>]…
- * [--ro-bind <protected> <protected>]… [--chdir <cwd>]`
+ * --dev /dev --proc /proc --tmpfs /tmp [--tmpfs <hidden> | --ro-bind /dev/null <hidden>]…
+ * --bind <ws> <ws> [--bind <extra> <extra>]… [--ro-bind <protected> <protected>]…
+ * [hidden paths inside the writable roots]… [--chdir <cwd>]`
  *
- * @param options Workspace, extra writable paths, network, cwd, read-only paths.
+ * @param options Workspace, extra writable paths, network, cwd, read-only and hidden paths.
  * @returns The argument list.
  *
  * @example
@@ -576,12 +620,32 @@ export function buildBwrapArgs(options: BwrapArgsOptions): string[] {
   ];
   if (!options.network) args.push("--unshare-net");
   args.push("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp");
+  // Hidden paths: shallow ones first (a tmpfs over a folder, /dev/null over a file). Those
+  // outside the writable roots go before the roots are bound (so roots inside them come back);
+  // those inside a root go last, so nothing bound later reveals them again.
+  const hidden = [...new Set((options.hidden ?? []).map((p) => path.resolve(p)))]
+    .filter((p) => !roots.includes(p))
+    .sort((a, b) => a.length - b.length || (a < b ? -1 : 1));
+  const inRoot = (p: string): boolean => roots.some((r) => isInside(r, p));
+  const hide = (p: string): void => {
+    let dir: boolean;
+    try {
+      if (!mayRead(p)) return; // Deno: never touch a path the process may not read
+      dir = fs.statSync(p).isDirectory();
+    } catch {
+      return; // missing: nothing to hide (and bwrap could not mount over it)
+    }
+    if (dir) args.push("--tmpfs", p);
+    else args.push("--ro-bind", "/dev/null", p);
+  };
+  for (const p of hidden) if (!inRoot(p) && !isInside("/tmp", p)) hide(p);
   for (const root of roots) args.push("--bind", root, root);
   const found = options.readOnly ? undefined : sandboxProtectedPaths(roots);
   const readOnly = options.readOnly ?? found!.readOnly;
   const pinned = options.pinned ?? found?.pinned ?? [];
   for (const p of pinned) args.push("--bind", p, p);
   for (const p of readOnly) args.push("--ro-bind", p, p);
+  for (const p of hidden) if (inRoot(p)) hide(p);
   if (options.cwd) args.push("--chdir", path.resolve(options.cwd));
   return args;
 }
@@ -728,11 +792,16 @@ export function wrapWithSandbox(
   // A missing extra path cannot be bound (bwrap would refuse to start); it stays unwritable.
   const extraWritable = (status.extraWritable ?? []).filter((p) => fs.existsSync(p));
   if (status.kind === "bwrap") {
+    // The user's credentials are hidden unless they are the workspace or above it.
+    const secrets = status.hideHomeSecrets === false
+      ? []
+      : homeSecretPaths().filter((p) => !isInside(p, workspace));
     const args = buildBwrapArgs({
       workspace,
       extraWritable,
       network: status.network,
       cwd: command.cwd,
+      hidden: [...(status.hidePaths ?? []), ...secrets],
     });
     const env: Record<string, string> = { ...copy.env, TMPDIR: "/tmp" };
     delete env.TMP;
@@ -755,6 +824,46 @@ export function wrapWithSandbox(
     cwd: command.cwd,
     env: copy.env,
   };
+}
+
+/** Credential folders and files under the home folder, hidden from sandboxed commands. */
+const HOME_SECRETS = [".ssh", ".aws", ".gnupg", ".config/gcloud", ".docker", ".kube", ".netrc"];
+
+/**
+ * The engine user's credential folders and files that exist: `~/.ssh`, `~/.aws`, `~/.gnupg`,
+ * `~/.config/gcloud`, `~/.docker`, `~/.kube` and `~/.netrc` (real paths). Sandboxed commands
+ * do not see them unless {@link SandboxOptions.hideHomeSecrets} is `false`.
+ *
+ * @param home The home folder. Default: `$HOME`, else the OS's home folder of the user.
+ * @returns Absolute real paths of those that exist, in the order above.
+ *
+ * @example
+ * ```ts
+ * import { homeSecretPaths } from "@zqagent/core/permissions";
+ * homeSecretPaths("/home/me"); // e.g. ["/home/me/.ssh", "/home/me/.netrc"]
+ * ```
+ */
+export function homeSecretPaths(home?: string): string[] {
+  let dir = home;
+  if (dir === undefined) {
+    try {
+      dir = envString("HOME") ?? os.homedir();
+    } catch {
+      return [];
+    }
+  }
+  const out: string[] = [];
+  for (const name of HOME_SECRETS) {
+    const p = path.join(dir, name);
+    try {
+      if (!mayRead(p)) continue;
+      fs.lstatSync(p);
+    } catch {
+      continue;
+    }
+    out.push(realOrResolved(p));
+  }
+  return out;
 }
 
 /** Forgets cached probe results (tests only). */

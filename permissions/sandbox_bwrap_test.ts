@@ -173,6 +173,128 @@ test("extraWritable paths are writable in the sandbox", { skip }, async () => {
   assert.equal(fs.readFileSync(path.join(extra, "c"), "utf8"), "cached\n");
 });
 
+// --- reads: hidden paths --------------------------------------------------------------------
+
+/** A data folder outside /tmp holding two tenants: alice's workspace and bob's secret. */
+function tenants(): { data: string; ws: string; secret: string } {
+  const data = outsideDir();
+  const ws = path.join(data, "alice", "ws");
+  fs.mkdirSync(ws, { recursive: true });
+  fs.writeFileSync(path.join(ws, "own.txt"), "alice's own\n");
+  fs.mkdirSync(path.join(data, "bob"));
+  const secret = path.join(data, "bob", "secret.txt");
+  fs.writeFileSync(secret, "bob-secret\n");
+  return { data, ws, secret };
+}
+
+test(
+  "without hidePaths a sandboxed command can read a sibling tenant's file",
+  { skip },
+  async () => {
+    assertReal();
+    const { ws } = tenants();
+    const r = await sandboxed(ws, "cat ../../bob/secret.txt");
+    assert.equal(r.code, 0, r.err);
+    assert.equal(r.out, "bob-secret\n");
+  },
+);
+
+test("a hidden folder's files are unreadable while the workspace inside it stays usable", {
+  skip,
+}, async () => {
+  assertReal();
+  const { data, ws, secret } = tenants();
+  const r = await sandboxed(
+    ws,
+    `cat ../../bob/secret.txt; cat ${secret}; ls ${data}; ` +
+      "cat own.txt && echo written > new.txt && mkdir -p sub && echo deep > sub/f && echo ws-ok",
+    { hidePaths: [data] },
+  );
+  assert.doesNotMatch(r.out, /bob-secret/);
+  assert.match(r.err, /No such file or directory/);
+  assert.match(r.out, /alice's own\n/);
+  assert.match(r.out, /ws-ok/, r.err);
+  assert.doesNotMatch(r.out, /^bob$/m, "the hidden folder lists only the path to the workspace");
+  assert.equal(fs.readFileSync(path.join(ws, "new.txt"), "utf8"), "written\n");
+  assert.equal(fs.readFileSync(path.join(ws, "sub", "f"), "utf8"), "deep\n");
+  assert.equal(fs.readFileSync(secret, "utf8"), "bob-secret\n");
+});
+
+test("extraWritable paths inside a hidden folder stay visible and writable", { skip }, async () => {
+  assertReal();
+  const { data, ws } = tenants();
+  const shared = path.join(data, "shared");
+  fs.mkdirSync(shared);
+  fs.writeFileSync(path.join(shared, "in.txt"), "shared\n");
+  const r = await sandboxed(ws, `cat ${shared}/in.txt && echo out > ${shared}/out.txt`, {
+    hidePaths: [data],
+    extraWritable: [shared],
+  });
+  assert.equal(r.code, 0, r.err);
+  assert.equal(r.out, "shared\n");
+  assert.equal(fs.readFileSync(path.join(shared, "out.txt"), "utf8"), "out\n");
+});
+
+test("a hidden file reads as empty and a hidden path inside the workspace is hidden too", {
+  skip,
+}, async () => {
+  assertReal();
+  const { data, ws } = tenants();
+  const token = path.join(data, "token");
+  fs.writeFileSync(token, "tok-secret\n");
+  fs.mkdirSync(path.join(ws, "private"));
+  fs.writeFileSync(path.join(ws, "private", "key"), "ws-private\n");
+  const r = await sandboxed(ws, `cat ${token}; cat private/key; cat own.txt`, {
+    hidePaths: [token, "private"],
+  });
+  assert.doesNotMatch(r.out, /tok-secret|ws-private/);
+  assert.match(r.out, /alice's own/);
+});
+
+/** Points HOME at a fresh folder outside /tmp for one test; restored afterwards. */
+function fakeHome(): string {
+  const home = outsideDir();
+  const old = process.env.HOME;
+  process.env.HOME = home;
+  cleanups.push(() => {
+    if (old === undefined) delete process.env.HOME;
+    else process.env.HOME = old;
+  });
+  return home;
+}
+
+test("the user's ~/.ssh, ~/.aws and ~/.netrc are hidden from sandboxed commands by default", {
+  skip,
+}, async () => {
+  assertReal();
+  const home = fakeHome();
+  fs.mkdirSync(path.join(home, ".ssh"));
+  fs.writeFileSync(path.join(home, ".ssh", "id_rsa"), "PRIVATE-KEY\n");
+  fs.mkdirSync(path.join(home, ".aws"));
+  fs.writeFileSync(path.join(home, ".aws", "credentials"), "AWS-KEY\n");
+  fs.writeFileSync(path.join(home, ".netrc"), "machine x password NETRC\n");
+  fs.writeFileSync(path.join(home, "notes.txt"), "plain\n");
+  const ws = workspace();
+  const cmd = `cat ${home}/.ssh/id_rsa; cat ${home}/.aws/credentials; cat ${home}/.netrc; ` +
+    `cat ${home}/notes.txt`;
+  const r = await sandboxed(ws, cmd);
+  assert.doesNotMatch(r.out, /PRIVATE-KEY|AWS-KEY|NETRC/);
+  assert.match(r.out, /plain/, "the rest of the home folder stays readable");
+  const open = await sandboxed(ws, cmd, { hideHomeSecrets: false });
+  assert.match(open.out, /PRIVATE-KEY/, "hideHomeSecrets: false shows them");
+});
+
+test("a credential folder that holds the workspace is not hidden", { skip }, async () => {
+  assertReal();
+  const home = fakeHome();
+  const ws = path.join(home, ".docker", "project");
+  fs.mkdirSync(ws, { recursive: true });
+  fs.writeFileSync(path.join(home, ".docker", "config.json"), "{}\n");
+  const r = await sandboxed(ws, "cat ../config.json && echo x > mine.txt");
+  assert.equal(r.code, 0, r.err);
+  assert.equal(fs.readFileSync(path.join(ws, "mine.txt"), "utf8"), "x\n");
+});
+
 test("the sandbox's /tmp is private", { skip }, async () => {
   assertReal();
   const ws = workspace();

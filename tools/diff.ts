@@ -34,7 +34,12 @@
  */
 import { mkdir, readFile, rm, stat } from "node:fs/promises";
 import path from "node:path";
-import { isInside, resolveRoot, resolveWorkspacePath } from "../permissions/mod.ts";
+import {
+  isInside,
+  isProtectedPath,
+  resolveRoot,
+  resolveWorkspacePath,
+} from "../permissions/mod.ts";
 import { ConflictGuard } from "./conflict_guard.ts";
 import { RiskClass, type ToolContext, type ToolMetadata, type ToolRegistry } from "./registry.ts";
 import { displayPath, stringArg, writeFileAtomic } from "./_common.ts";
@@ -145,6 +150,12 @@ class Changeset {
         `${raw} is outside the workspace${
           this.roots.length > 1 ? " and the writable granted directories" : ""
         }; no file was changed`,
+      );
+    }
+    if (isProtectedPath(raw, this.workspace)) {
+      this.fail(
+        `${raw} is a git hook or git config, which runs commands later outside the sandbox; ` +
+          "no file was changed",
       );
     }
     const known = this.#entries.get(abs);

@@ -302,6 +302,43 @@ test("apply_patch refuses paths outside the workspace and writes nothing", async
   assert.equal(existsSync(path.join(outside, "x.txt")), false);
 });
 
+test("apply_patch and apply_unified_diff refuse git hooks and git config and write nothing", async () => {
+  const w = ws({
+    "in.txt": "a\n",
+    ".git/config": "[core]\n",
+    ".git/hooks/README": "hooks\n",
+    "lib/inner/.git/config": "[core]\n",
+  });
+  const before = w.snapshot();
+  for (const target of [".git/hooks/pre-commit", "lib/inner/.git/hooks/post-checkout"]) {
+    await assert.rejects(
+      w.call("apply_patch", {
+        patch: patch("*** Update File: in.txt", "@@", "-a", "+b", `*** Add File: ${target}`, "+x"),
+      }),
+      /git hook or git config/,
+    );
+  }
+  await assert.rejects(
+    w.call("apply_patch", {
+      patch: patch("*** Update File: lib/inner/.git/config", "@@", "-[core]", "+[core] x"),
+    }),
+    /lib\/inner\/\.git\/config is a git hook or git config/,
+  );
+  await assert.rejects(
+    w.call("apply_patch", {
+      patch: patch("*** Update File: in.txt", "*** Move to: .git/config", "@@", "-a", "+b"),
+    }),
+    /git hook or git config/,
+  );
+  await assert.rejects(
+    w.call("apply_unified_diff", {
+      diff: "--- a/.git/config\n+++ b/.git/config\n@@ -1 +1 @@\n-[core]\n+[core] fsmonitor = x\n",
+    }),
+    /git hook or git config/,
+  );
+  assert.deepEqual(w.snapshot(), before);
+});
+
 test("apply_patch may write into a writable granted directory of the running engine", async () => {
   const granted = tempWorkspace();
   cleanups.push(() => removeDir(granted));

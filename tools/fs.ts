@@ -24,6 +24,7 @@
 import type { Stats } from "node:fs";
 import { mkdir, open, readdir, readFile, realpath, stat } from "node:fs/promises";
 import path from "node:path";
+import { isProtectedPath } from "../permissions/path_guard.ts";
 import { RiskClass, type ToolMetadata, type ToolRegistry } from "./registry.ts";
 import { ConflictGuard } from "./conflict_guard.ts";
 import {
@@ -262,6 +263,18 @@ async function listFilesTool(workspace: string, args: Record<string, unknown>): 
   return out.join("\n");
 }
 
+/**
+ * Refuses git hooks and git config (they run later outside the sandbox), also when the
+ * permission engine is not in front of the tool (permissions `isProtectedPath`).
+ */
+function refuseProtected(workspace: string, abs: string, shown: string, verb: string): void {
+  if (isProtectedPath(abs, workspace)) {
+    throw new Error(
+      `Cannot ${verb} ${shown}: git hooks and git config run commands later, outside the sandbox`,
+    );
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // write_file
 
@@ -272,6 +285,7 @@ async function writeFileTool(
 ): Promise<string> {
   let abs = resolveToolPath(workspace, stringArg(args, "path", "write_file"));
   const shown = displayPath(workspace, abs);
+  refuseProtected(workspace, abs, shown, "write");
   let content = stringArg(args, "content", "write_file");
   const st = await statOrNull(abs);
   const notes: string[] = [];
@@ -357,6 +371,7 @@ async function replaceInFileTool(
   const tool = "replace_in_file";
   let abs = resolveToolPath(workspace, stringArg(args, "path", tool));
   const shown = displayPath(workspace, abs);
+  refuseProtected(workspace, abs, shown, "edit");
   const oldText = stringArg(args, "old_text", tool);
   const newText = stringArg(args, "new_text", tool);
   const replaceAll = boolArg(args, "replace_all", false);

@@ -1,6 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import {
+  existsSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
@@ -267,3 +268,25 @@ test("replace_in_file treats $ patterns in new_text literally", () =>
     await ws.call("replace_in_file", { path: "d.txt", old_text: "price", new_text: "$& $1 $$" });
     assert.equal(readFileSync(file, "utf8"), "$& $1 $$\n");
   }));
+
+test("write_file and replace_in_file refuse git hooks and git config", async () => {
+  await inWs(async (ws) => {
+    mkdirSync(path.join(ws.dir, ".git", "hooks"), { recursive: true });
+    writeFileSync(path.join(ws.dir, ".git", "config"), "[core]\n");
+    await assert.rejects(
+      ws.call("write_file", { path: ".git/hooks/pre-commit", content: "#!/bin/sh\nevil\n" }),
+      /Cannot write \.git\/hooks\/pre-commit: git hooks and git config/,
+    );
+    await assert.rejects(
+      ws.call("write_file", { path: "nested/.git/hooks/post-checkout", content: "evil" }),
+      /git hooks and git config/,
+    );
+    await assert.rejects(
+      ws.call("replace_in_file", { path: ".git/config", old_text: "[core]", new_text: "[x]" }),
+      /Cannot edit \.git\/config: git hooks and git config/,
+    );
+    assert.deepEqual(readdirSync(path.join(ws.dir, ".git", "hooks")), []);
+    assert.equal(readFileSync(path.join(ws.dir, ".git", "config"), "utf8"), "[core]\n");
+    assert.equal(existsSync(path.join(ws.dir, "nested")), false);
+  });
+});

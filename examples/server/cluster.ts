@@ -207,6 +207,8 @@ export function createClusterWorker(
           "tool-results",
         ),
         vcs: { mode: "off" },
+        // Commands see no other tenant's folder: DATA_DIR is hidden, this workspace bound back.
+        sandbox: { hidePaths: [config.dataDir] },
         messages,
         lang: "en",
         maxIterations: limits.maxIterations,

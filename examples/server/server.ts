@@ -295,6 +295,8 @@ export class AgentServer {
       provider: this.#provider(tenant),
       mode: Mode.INTERACTIVE,
       toolResultDir: path.join(dir, "tool-results"),
+      // Commands see no other tenant's folder: DATA_DIR is hidden, this workspace bound back.
+      sandbox: { hidePaths: [this.#options.dataDir] },
       vcs: { mode: this.#options.vcsMode, sessionId: id },
       messages: saved?.messages,
       hook,
