@@ -35,9 +35,8 @@
  *
  * @module
  */
-import { createHash, randomUUID } from "node:crypto";
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { Socket } from "node:net";
+import { randomUUID } from "node:crypto";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import path from "node:path";
 import {
   approvalFields,
@@ -56,7 +55,15 @@ import {
   type SessionStore,
   SessionWorker,
 } from "../../store/mod.ts";
-import { asset } from "./_assets.ts";
+import {
+  HttpError,
+  HttpListener,
+  readJsonBody,
+  SECURITY_HEADERS,
+  sendJson,
+  serveAsset,
+  TenantTokens,
+} from "./_http.ts";
 import type { ServerConfig, TenantConfig } from "./config.ts";
 
 /** One session as listed by `GET /sessions`. */
@@ -237,12 +244,6 @@ export interface ClusterFrontEndOptions extends ServerConfig {
   tailPollMs?: number;
 }
 
-class HttpError extends Error {
-  constructor(readonly status: number, message: string) {
-    super(message);
-  }
-}
-
 const SESSION_ID_RE = /^s-[a-f0-9]{16}$/;
 const IDEM_KEY_RE = /^[\x21-\x7e]{1,200}$/;
 const DECISIONS: Record<string, ApprovalDecision> = {
@@ -251,18 +252,6 @@ const DECISIONS: Record<string, ApprovalDecision> = {
   always_command: { approve: true, always: "command" },
   deny: { approve: false },
 };
-const SECURITY_HEADERS = {
-  "x-content-type-options": "nosniff",
-  "referrer-policy": "no-referrer",
-  "x-frame-options": "DENY",
-  "content-security-policy": "default-src 'self'; script-src 'self'; style-src 'self'; " +
-    "connect-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'",
-};
-
-function sha256(text: string): string {
-  return createHash("sha256").update(text).digest("hex");
-}
-
 /** A short, renderable transcript of the history (no system prompt). */
 function transcript(messages: Message[]): Record<string, unknown>[] {
   return messages.filter((m) => m.role !== "system").map((m) => {
@@ -299,26 +288,24 @@ function transcript(messages: Message[]): Record<string, unknown>[] {
  */
 export class ClusterFrontEnd {
   readonly #o: ClusterFrontEndOptions;
-  readonly #tenantsByHash = new Map<string, TenantConfig>();
+  readonly #tenants: TenantTokens;
   /** Session → tenant, for sessions seen (a session's tenant never changes). */
   readonly #owners = new Map<string, string>();
-  readonly #sockets = new Set<Socket>();
   readonly #streams = new Set<AbortController>();
-  #server: Server | undefined;
+  #http: HttpListener | undefined;
   #closing = false;
-  #url = "";
 
   /**
    * @param options The configuration and the store.
    */
   constructor(options: ClusterFrontEndOptions) {
     this.#o = options;
-    for (const t of options.tenants) this.#tenantsByHash.set(sha256(t.token), t);
+    this.#tenants = new TenantTokens(options.tenants);
   }
 
   /** `http://host:port` once listening. */
   get url(): string {
-    return this.#url;
+    return this.#http?.url ?? "";
   }
 
   /**
@@ -328,21 +315,12 @@ export class ClusterFrontEnd {
    * @throws {Error} When the port cannot be bound.
    */
   async listen(): Promise<string> {
-    const server = createServer((req, res) => void this.#handle(req, res));
-    server.on("connection", (s: Socket) => {
-      this.#sockets.add(s);
-      s.on("close", () => this.#sockets.delete(s));
-    });
-    await new Promise<void>((resolve, reject) => {
-      server.once("error", reject);
-      server.listen(this.#o.port, this.#o.host, () => resolve());
-    });
-    const addr = server.address();
-    const port = typeof addr === "object" && addr ? addr.port : this.#o.port;
-    const host = this.#o.host.includes(":") ? `[${this.#o.host}]` : this.#o.host;
-    this.#url = `http://${host}:${port}`;
-    this.#server = server;
-    return this.#url;
+    this.#http = await HttpListener.listen(
+      (req, res) => void this.#handle(req, res),
+      this.#o.host,
+      this.#o.port,
+    );
+    return this.#http.url;
   }
 
   /**
@@ -352,12 +330,9 @@ export class ClusterFrontEnd {
   async close(): Promise<void> {
     if (this.#closing) return;
     this.#closing = true;
-    const server = this.#server;
-    const closed = server
-      ? new Promise<void>((resolve) => server.close(() => resolve()))
-      : Promise.resolve();
+    const closed = this.#http?.stop() ?? Promise.resolve();
     for (const ac of this.#streams) ac.abort();
-    for (const s of this.#sockets) s.destroy();
+    this.#http?.destroySockets();
     await closed;
   }
 
@@ -376,37 +351,11 @@ export class ClusterFrontEnd {
   }
 
   #json(res: ServerResponse, status: number, body: unknown, extra: Record<string, string> = {}) {
-    const text = JSON.stringify(body);
-    res.writeHead(status, {
-      ...SECURITY_HEADERS,
-      "content-type": "application/json; charset=utf-8",
-      "cache-control": "no-store",
-      "content-length": String(Buffer.byteLength(text)),
-      ...extra,
-    });
-    res.end(text);
+    sendJson(res, status, body, extra);
   }
 
-  async #body(req: IncomingMessage): Promise<Record<string, unknown>> {
-    const max = this.#o.maxBodyBytes;
-    if (Number(req.headers["content-length"] ?? "0") > max) {
-      throw new HttpError(413, `request body over ${max} bytes`);
-    }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of req) {
-      size += (chunk as Buffer).length;
-      if (size > max) throw new HttpError(413, `request body over ${max} bytes`);
-      chunks.push(chunk as Buffer);
-    }
-    if (size === 0) return {};
-    try {
-      const v = JSON.parse(Buffer.concat(chunks).toString("utf8"));
-      if (v && typeof v === "object" && !Array.isArray(v)) return v;
-    } catch {
-      // answered below
-    }
-    throw new HttpError(400, "the body must be a JSON object");
+  #body(req: IncomingMessage): Promise<Record<string, unknown>> {
+    return readJsonBody(req, this.#o.maxBodyBytes);
   }
 
   /** The session's tenant check: another tenant's session is a 404 like a missing one. */
@@ -428,19 +377,10 @@ export class ClusterFrontEnd {
     const parts = url.pathname.split("/").filter(Boolean);
     const method = req.method ?? "GET";
     if (parts[0] !== "sessions") {
-      const file = method === "GET" ? await asset(url.pathname) : null;
-      if (!file) throw new HttpError(404, "not found");
-      res.writeHead(200, {
-        ...SECURITY_HEADERS,
-        "content-type": file.type,
-        "cache-control": "no-cache",
-      });
-      res.end(file.body);
-      return;
+      return await serveAsset(method, url.pathname, res);
     }
     if (this.#closing) throw new HttpError(503, "shutting down");
-    const m = /^Bearer\s+(\S+)\s*$/i.exec(String(req.headers.authorization ?? ""));
-    const tenant = m ? this.#tenantsByHash.get(sha256(m[1])) : undefined;
+    const tenant = this.#tenants.tenantOf(req);
     if (!tenant) {
       return this.#json(res, 401, { error: "unauthorized" }, { "www-authenticate": "Bearer" });
     }

@@ -34,10 +34,9 @@
  *
  * @module
  */
-import { createHash, randomUUID } from "node:crypto";
+import { randomUUID } from "node:crypto";
 import fs from "node:fs";
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
-import type { Socket } from "node:net";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import path from "node:path";
 import process from "node:process";
 import {
@@ -58,7 +57,15 @@ import {
   type TurnEngine,
   type WsEvent,
 } from "../../mod.ts";
-import { asset } from "./_assets.ts";
+import {
+  HttpError,
+  HttpListener,
+  readJsonBody,
+  SECURITY_HEADERS,
+  sendJson,
+  serveAsset,
+  TenantTokens,
+} from "./_http.ts";
 import type { EngineLimits, ServerConfig, TenantConfig } from "./config.ts";
 
 /** Options of {@link AgentServer}: a {@link ServerConfig} plus test seams. */
@@ -91,26 +98,8 @@ interface SessionRuntime {
 }
 
 /** An HTTP error with its status, answered as `{error}`. */
-class HttpError extends Error {
-  constructor(readonly status: number, message: string) {
-    super(message);
-  }
-}
-
 const SESSION_ID_RE = /^s-[a-f0-9]{16}$/;
 const OUTCOMES = new Set<string>(Object.values(ApprovalOutcome));
-const SECURITY_HEADERS = {
-  "x-content-type-options": "nosniff",
-  "referrer-policy": "no-referrer",
-  "x-frame-options": "DENY",
-  "content-security-policy": "default-src 'self'; script-src 'self'; style-src 'self'; " +
-    "connect-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'",
-};
-
-function sha256(text: string): string {
-  return createHash("sha256").update(text).digest("hex");
-}
-
 /** True when the history ends with tool calls that have no result yet (manual §12.4). */
 function pendingCalls(messages: Message[]): { id: string; name: string; arguments: string }[] {
   const i = messages.findLastIndex((m) => m.role === "assistant");
@@ -161,27 +150,25 @@ function transcript(messages: Message[]): Record<string, unknown>[] {
  */
 export class AgentServer {
   readonly #options: AgentServerOptions;
-  readonly #tenantsByHash = new Map<string, TenantConfig>();
+  readonly #tenants: TenantTokens;
   readonly #providers = new Map<string, ProviderClient>();
   readonly #sessions = new Map<string, SessionRuntime>();
-  readonly #sockets = new Set<Socket>();
   /** Open SSE responses and their keep-alive timers. */
   readonly #streams = new Map<ServerResponse, ReturnType<typeof setInterval>>();
-  #server: Server | undefined;
+  #http: HttpListener | undefined;
   #closing = false;
-  #url = "";
 
   /**
    * @param options The configuration (see {@link configFromEnv}) and test seams.
    */
   constructor(options: AgentServerOptions) {
     this.#options = options;
-    for (const t of options.tenants) this.#tenantsByHash.set(sha256(t.token), t);
+    this.#tenants = new TenantTokens(options.tenants);
   }
 
   /** `http://host:port` once listening. */
   get url(): string {
-    return this.#url;
+    return this.#http?.url ?? "";
   }
 
   /**
@@ -191,21 +178,12 @@ export class AgentServer {
    * @throws {Error} When the port cannot be bound.
    */
   async listen(): Promise<string> {
-    const server = createServer((req, res) => void this.#handle(req, res));
-    server.on("connection", (s: Socket) => {
-      this.#sockets.add(s);
-      s.on("close", () => this.#sockets.delete(s));
-    });
-    await new Promise<void>((resolve, reject) => {
-      server.once("error", reject);
-      server.listen(this.#options.port, this.#options.host, () => resolve());
-    });
-    const addr = server.address();
-    const port = typeof addr === "object" && addr ? addr.port : this.#options.port;
-    const host = this.#options.host.includes(":") ? `[${this.#options.host}]` : this.#options.host;
-    this.#url = `http://${host}:${port}`;
-    this.#server = server;
-    return this.#url;
+    this.#http = await HttpListener.listen(
+      (req, res) => void this.#handle(req, res),
+      this.#options.host,
+      this.#options.port,
+    );
+    return this.#http.url;
   }
 
   /**
@@ -217,10 +195,7 @@ export class AgentServer {
   async close(): Promise<void> {
     if (this.#closing) return;
     this.#closing = true;
-    const server = this.#server;
-    const closed = server
-      ? new Promise<void>((resolve) => server.close(() => resolve()))
-      : Promise.resolve();
+    const closed = this.#http?.stop() ?? Promise.resolve();
     const working: Promise<void>[] = [];
     for (const rt of this.#sessions.values()) {
       for (const p of rt.pending.values()) clearTimeout(p.timer);
@@ -244,7 +219,7 @@ export class AgentServer {
       res.destroy();
     }
     this.#streams.clear();
-    for (const s of this.#sockets) s.destroy();
+    this.#http?.destroySockets();
     await closed;
   }
 
@@ -389,43 +364,17 @@ export class AgentServer {
   }
 
   #json(res: ServerResponse, status: number, body: unknown, extra: Record<string, string> = {}) {
-    const text = JSON.stringify(body);
-    res.writeHead(status, {
-      ...SECURITY_HEADERS,
-      "content-type": "application/json; charset=utf-8",
-      "cache-control": "no-store",
-      "content-length": String(Buffer.byteLength(text)),
-      ...extra,
-    });
-    res.end(text);
+    sendJson(res, status, body, extra);
   }
 
   /** Reads a JSON object body of at most `maxBodyBytes` (413 beyond, 400 when not JSON). */
-  async #body(req: IncomingMessage): Promise<Record<string, unknown>> {
-    const max = this.#options.maxBodyBytes;
-    const declared = Number(req.headers["content-length"] ?? "0");
-    if (declared > max) throw new HttpError(413, `request body over ${max} bytes`);
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of req) {
-      size += (chunk as Buffer).length;
-      if (size > max) throw new HttpError(413, `request body over ${max} bytes`);
-      chunks.push(chunk as Buffer);
-    }
-    if (size === 0) return {};
-    try {
-      const v = JSON.parse(Buffer.concat(chunks).toString("utf8"));
-      if (v && typeof v === "object" && !Array.isArray(v)) return v;
-    } catch {
-      // answered below
-    }
-    throw new HttpError(400, "the body must be a JSON object");
+  #body(req: IncomingMessage): Promise<Record<string, unknown>> {
+    return readJsonBody(req, this.#options.maxBodyBytes);
   }
 
   /** The tenant of the bearer token, or a 401. */
   #auth(req: IncomingMessage): TenantConfig {
-    const m = /^Bearer\s+(\S+)\s*$/i.exec(String(req.headers.authorization ?? ""));
-    const tenant = m ? this.#tenantsByHash.get(sha256(m[1])) : undefined;
+    const tenant = this.#tenants.tenantOf(req);
     if (!tenant) throw new HttpError(401, "unauthorized");
     return tenant;
   }
@@ -435,15 +384,7 @@ export class AgentServer {
     const parts = url.pathname.split("/").filter(Boolean);
     const method = req.method ?? "GET";
     if (parts[0] !== "sessions") {
-      const file = method === "GET" ? await asset(url.pathname) : null;
-      if (!file) throw new HttpError(404, "not found");
-      res.writeHead(200, {
-        ...SECURITY_HEADERS,
-        "content-type": file.type,
-        "cache-control": "no-cache",
-      });
-      res.end(file.body);
-      return;
+      return await serveAsset(method, url.pathname, res);
     }
     if (this.#closing) throw new HttpError(503, "shutting down");
     let tenant: TenantConfig;
