@@ -6,6 +6,7 @@
  * @module
  */
 import { writeFileAtomicSync } from "../_internal/atomic_write.ts";
+import { formatOverLimit } from "../_internal/size.ts";
 import { randomUUID } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
@@ -117,10 +118,6 @@ function base64Bytes(payload: string): number {
   return Math.floor(clean.length * 3 / 4) - pad;
 }
 
-function mib(bytes: number): string {
-  return `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;
-}
-
 /** A name safe as the tail of a file name: no folders, no control characters. */
 function safeName(name: string): string {
   const base = name.replace(/\\/g, "/").split("/").pop() ?? "";
@@ -197,15 +194,18 @@ export function normalizeAttachments(raw: unknown): MessageAttachment[] | null {
     }
     const size = base64Bytes(payload);
     if (size > MAX_ATTACHMENT_BYTES) {
+      const shown = formatOverLimit(size, MAX_ATTACHMENT_BYTES);
       throw new AttachmentError(
-        `Cannot attach ${name}: ${mib(size)} exceeds the ${mib(MAX_ATTACHMENT_BYTES)} limit`,
+        `Cannot attach ${name}: ${shown.size} exceeds the ${shown.limit} limit`,
         "too_large",
       );
     }
     total += size;
     if (total > MAX_ATTACHMENT_BYTES) {
+      const shown = formatOverLimit(total, MAX_ATTACHMENT_BYTES);
       throw new AttachmentError(
-        `Cannot attach ${name}: the attachments add up to more than ${mib(MAX_ATTACHMENT_BYTES)}`,
+        `Cannot attach ${name}: the attachments add up to ${shown.size}, over the ${shown.limit} ` +
+          "limit per message",
         "too_large",
       );
     }

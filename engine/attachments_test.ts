@@ -70,6 +70,22 @@ test("normalizeAttachments refuses a file over 10 MiB and a total over 10 MiB", 
   assert.equal(code(() => normalizeAttachments([half, half])), "too_large");
 });
 
+test("a too-large message shows exact bytes when the rounded sizes would read the same", () => {
+  const over = { name: "big.png", mimeType: "image/png", dataUrl: png(MAX_ATTACHMENT_BYTES + 1) };
+  assert.throws(() => normalizeAttachments([over]), {
+    message: "Cannot attach big.png: 10485761 bytes exceeds the 10485760-byte (10 MiB) limit",
+  });
+  const huge = { name: "huge.png", mimeType: "image/png", dataUrl: png(13_000_000) };
+  assert.throws(() => normalizeAttachments([huge]), {
+    message: "Cannot attach huge.png: 12.4 MiB exceeds the 10 MiB limit",
+  });
+  const half = { name: "h.png", mimeType: "image/png", dataUrl: png(6 * 1024 * 1024) };
+  assert.throws(() => normalizeAttachments([half, half]), {
+    message: "Cannot attach h.png: the attachments add up to 12 MiB, over the 10 MiB limit " +
+      "per message",
+  });
+});
+
 test("normalizeAttachments refuses other types, mismatched types and malformed data URLs", () => {
   assert.equal(
     code(() =>

@@ -41,7 +41,8 @@ import { EngineConfigError } from "./errors.ts";
 import { CompositeHook, type EngineHook } from "./hooks.ts";
 import { resolveVcsPlan, SessionVcs, VcsHook, type VcsPlan } from "../vcs/mod.ts";
 import { buildInstructions } from "./prompts.ts";
-import { DEFAULT_MAX_ITERATIONS, TurnEngine } from "./turn_engine.ts";
+import { DEFAULT_MAX_ITERATIONS, type LoopDetectionOptions, TurnEngine } from "./turn_engine.ts";
+import { resolveLoopOptions } from "./_loop_guard.ts";
 
 // Sandbox options (manual §8.4) are defined by the sandbox module (issue 8).
 export type { SandboxOptions } from "../permissions/mod.ts";
@@ -66,6 +67,13 @@ export interface CreateEngineOpts {
   mode?: Mode;
   /** Iterations per turn (default 800). */
   maxIterations?: number;
+  /**
+   * Repeat ("doom loop") detection within a turn (default `{ maxRepeats: 3 }`; `false` turns it
+   * off): a tool call repeated more than `maxRepeats` times in a row is not run and the model gets
+   * a `repeated_call` tool error; repeating it again ends the turn with
+   * `error{error_type: "loop_detected"}`. See `TurnEngineOpts.loopDetection`.
+   */
+  loopDetection?: LoopDetectionOptions | false;
   /** Reasoning effort; default env `OPENAI_REASONING_EFFORT`; skipped for DeepSeek. */
   reasoningEffort?: "low" | "medium" | "high";
   /** Command prefixes auto-allowed (manual §8.5; default `[]`). */
@@ -162,7 +170,7 @@ function resolveWorkspace(workspace: unknown): string {
  *   when `reasoningEffort` is not low/medium/high; when `sandbox.mode` is `"required"` and no OS
  *   sandbox can be enforced here (manual §8.4); when `vcs` cannot be used (`/` or the home
  *   folder, `native` outside a git repository, a bad session id; a missing git only turns
- *   snapshots off).
+ *   snapshots off); when `loopDetection.maxRepeats` is not an integer of at least 1.
  * @example
  * ```ts
  * import { createDefaultEngine, Mode } from "@zqagent/core";
@@ -180,6 +188,11 @@ export function createDefaultEngine(opts: CreateEngineOpts): TurnEngine {
       `Cannot create engine: reasoningEffort ${JSON.stringify(effort)} is not low, medium or high`,
       "bad_option",
     );
+  }
+  try {
+    resolveLoopOptions(opts.loopDetection);
+  } catch (e) {
+    throw new EngineConfigError((e as Error).message, "bad_option");
   }
   // Sandbox (manual §8.4, issue 8): resolved once; "required" without one fails here.
   let sandbox: SandboxStatus;
@@ -267,6 +280,7 @@ export function createDefaultEngine(opts: CreateEngineOpts): TurnEngine {
     instructions,
     lang,
     maxIterations: opts.maxIterations ?? DEFAULT_MAX_ITERATIONS,
+    loopDetection: opts.loopDetection,
     reasoningEffort: effort as "low" | "medium" | "high" | undefined,
     messages: opts.messages,
     hook,

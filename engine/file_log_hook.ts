@@ -68,6 +68,13 @@ export interface SavedState {
   schemaVersion?: number;
   /** `seq` of the last event of the log the checkpoint includes (issue 11). */
   seq?: number;
+  /**
+   * `data.seq` of the last event the engine emitted (`engine.eventSeq`; not the log's `seq`,
+   * which also counts host lines such as `paused`). {@link FileLogHook.loadState} raises it to
+   * the highest `data.seq` in the event log, and {@link FileLogHook.applyState} continues the
+   * numbering from it, so event `seq` never goes back across a restart (DESIGN §3).
+   */
+  eventSeq?: number;
 }
 
 /** Host fields stored with a checkpoint (manual §11.3: `{ name, nameSource, taskCount }`). */
@@ -253,6 +260,7 @@ export class FileLogHook implements EngineHook {
       permissionMode: engine.permissions.mode,
       allowTools: engine.permissions.sessionAllowedTools(),
       allowCommands: engine.permissions.sessionAllowedCommands(),
+      eventSeq: engine.eventSeq,
     };
     // Issue 11: through the file store (atomic write, with `schemaVersion` and `seq`).
     const json = JSON.parse(safeJson(state)) as Record<string, unknown>;
@@ -324,8 +332,14 @@ export class FileLogHook implements EngineHook {
     } catch {
       return null;
     }
+    const events = FileLogHook.readEvents(sessionId, stateDir);
+    // The log runs ahead of the checkpoint (deltas, events after the last durable point): the
+    // restored engine must number its events after the last one logged.
+    const eventSeq = lastEventSeq(events, state.eventSeq);
+    if (eventSeq > 0) state.eventSeq = eventSeq;
+    else delete state.eventSeq;
     try {
-      reconcile(state.messages, FileLogHook.readEvents(sessionId, stateDir));
+      reconcile(state.messages, events);
     } catch {
       // the checkpoint alone is still usable
     }
@@ -334,8 +348,10 @@ export class FileLogHook implements EngineHook {
 
   /**
    * Restores the parts of a saved state that live outside the history (manual §11.3 "Al
-   * restaurar"): permission mode, tools and commands allowed for the session, and the compaction
-   * state. Pass the history itself as `messages` when creating the engine.
+   * restaurar"): permission mode, tools and commands allowed for the session, the compaction
+   * state, and the event numbering (`eventSeq`: the engine's next event gets a higher `data.seq`
+   * than any the session emitted before, DESIGN §3). Pass the history itself as `messages` when
+   * creating the engine.
    *
    * @param engine The restored session's engine.
    * @param state A state from {@link FileLogHook.loadState}.
@@ -351,7 +367,21 @@ export class FileLogHook implements EngineHook {
     for (const t of state.allowTools ?? []) engine.permissions.allowToolForSession(t);
     for (const c of state.allowCommands ?? []) engine.permissions.allowCommandForSession(c);
     if (state.compaction) engine.restoreCompactionState(state.compaction);
+    engine.restoreEventSeq(state.eventSeq);
   }
+}
+
+/**
+ * The highest event `data.seq` known: `saved` (a checkpoint's `eventSeq`) or any in `events`;
+ * 0 when there is none. Non-integer values are ignored.
+ */
+function lastEventSeq(events: readonly LoggedEvent[], saved: unknown): number {
+  let max = typeof saved === "number" && Number.isSafeInteger(saved) && saved > 0 ? saved : 0;
+  for (const e of events) {
+    const seq = e.data.seq;
+    if (typeof seq === "number" && Number.isSafeInteger(seq) && seq > max) max = seq;
+  }
+  return max;
 }
 
 /** Gives pending calls whose fate the log knows their result (see {@link FileLogHook.loadState}). */

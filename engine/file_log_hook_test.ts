@@ -226,3 +226,49 @@ test("the event log and checkpoint are not writable by other users", {
     assert.equal(mode & 0o022, 0, `${file} is ${(mode & 0o777).toString(8)}`);
   }
 });
+
+test("a session restored with loadState and applyState numbers its events after the logged ones", async () => {
+  const stateDir = dir();
+  const ws = dir();
+  const hook = new FileLogHook("seq1", stateDir);
+  const engine = await engineWith([{ text: "hello" }], hook, ws);
+  hook.attach(engine);
+  const first = await collect(engine.run("hi"));
+  const last = first.events.at(-1)!.data.seq as number;
+
+  const saved = FileLogHook.loadState("seq1", stateDir)!;
+  assert.equal(saved.eventSeq, last);
+  const hook2 = new FileLogHook("seq1", stateDir);
+  const fresh = await engineWith([{ text: "again" }], hook2, ws);
+  fresh.messages.splice(0, fresh.messages.length, ...saved.messages);
+  FileLogHook.applyState(fresh, saved);
+  const second = await collect(fresh.run("more"));
+  assert.equal(second.events[0].data.seq, last + 1);
+  const logged = FileLogHook.readEvents("seq1", stateDir).map((e) => e.data.seq as number);
+  logged.forEach((s, i) => {
+    if (i > 0) assert.ok(s > logged[i - 1], `seq ${s} follows ${logged[i - 1]} in the log`);
+  });
+});
+
+test("loadState takes eventSeq from the event log when the checkpoint is older", async () => {
+  const stateDir = dir();
+  const hook = new FileLogHook("seq2", stateDir);
+  const engine = await engineWith([{ text: "one" }, { text: "two" }], hook);
+  await collect(engine.run("first"));
+  const checkpointed = hook.saveState(engine).eventSeq!;
+  const { events } = await collect(engine.run("second")); // no checkpoint after this turn
+  const last = events.at(-1)!.data.seq as number;
+  assert.ok(last > checkpointed);
+  assert.equal(FileLogHook.loadState("seq2", stateDir)!.eventSeq, last);
+});
+
+test("applyState never moves event numbering backwards and ignores a malformed eventSeq", async () => {
+  const hook = new FileLogHook("seq3", dir());
+  const engine = await engineWith([], hook);
+  const state = { sessionId: "seq3", model: "m", messages: [], compaction: null, savedAt: "" };
+  FileLogHook.applyState(engine, { ...state, eventSeq: 41 });
+  assert.equal(engine.eventSeq, 41);
+  FileLogHook.applyState(engine, { ...state, eventSeq: 3 });
+  FileLogHook.applyState(engine, { ...state, eventSeq: "99" as unknown as number });
+  assert.equal(engine.eventSeq, 41);
+});

@@ -19,6 +19,7 @@
 export {
   type CompactionState,
   DEFAULT_MAX_ITERATIONS,
+  type LoopDetectionOptions,
   type TurnEndMark,
   TurnEngine,
   type TurnEngineOpts,

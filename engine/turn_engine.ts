@@ -84,6 +84,16 @@ import { dispatchHook, type EngineHook } from "./hooks.ts";
 import { hookBarrier } from "./_hook_barrier.ts";
 import { durableBarrier } from "./_durable_barrier.ts"; // distributed sessions (issue 11)
 import { sessionNamePrompt } from "./prompts.ts";
+import { // loop detection
+  isToolMedia,
+  type LoopAlarm,
+  LoopDetectedError,
+  type LoopDetectionOptions,
+  LoopGuard,
+  loopStoppedMessage,
+  type LoopVerdict,
+  repeatedCallMessage,
+} from "./_loop_guard.ts";
 
 /** Default iteration cap of a turn (manual §6.1). */
 export const DEFAULT_MAX_ITERATIONS = 800;
@@ -136,9 +146,22 @@ export interface TurnEngineOpts {
   networkRetryMax?: number;
   /** Base of the exponential retry backoff in ms (default env `NETWORK_RETRY_BASE_MS`, else 800). */
   networkRetryBaseMs?: number;
+  /**
+   * Repeat ("doom loop") detection within a turn (default `{ maxRepeats: 3, ignoreTools:
+   * ["shell_task_output", "terminal_read"] }`; `false` turns it off). When the model makes the
+   * same tool call (same name, same arguments in any key order) more than `maxRepeats` times in
+   * a row, or repeats a cycle of 2–3 calls that often, the call is not run: the model gets a
+   * tool error `{error_type: "repeated_call"}` quoting what the call returned. Repeating it again
+   * in a later reply ends the turn with `error{error_type: "loop_detected", retriable: false}`
+   * then `turn_end{status: "error"}`. See {@link LoopDetectionOptions}.
+   *
+   * @throws {TypeError} From the constructor when `maxRepeats` is not an integer of at least 1.
+   */
+  loopDetection?: LoopDetectionOptions | false;
 }
 
 export type { CompactionState };
+export type { LoopDetectionOptions };
 
 /**
  * How a turn ended, recorded on the last message of the history when the turn ends (a field the
@@ -265,11 +288,15 @@ export class TurnEngine {
   #compaction: CompactionState = initialCompactionState();
   #retryMax: number;
   #retryBaseMs: number;
+  // --- loop detection (engine/_loop_guard.ts) ---
+  #loopGuard: LoopGuard | null;
+  #loopVerdicts = new Map<string, LoopVerdict>();
 
   /**
    * Creates an engine (synchronous; nothing is contacted until a turn runs).
    *
-   * @throws {TypeError} When `provider`, `registry` or `permissions` is missing.
+   * @throws {TypeError} When `provider`, `registry` or `permissions` is missing, or
+   *   `loopDetection` is invalid.
    */
   constructor(opts: TurnEngineOpts) {
     if (!opts?.provider) throw new TypeError("Cannot create TurnEngine: provider is required");
@@ -296,6 +323,8 @@ export class TurnEngine {
     this.#approver = opts.approver;
     this.#retryMax = opts.networkRetryMax ?? envNumber("NETWORK_RETRY_MAX", 2);
     this.#retryBaseMs = opts.networkRetryBaseMs ?? envNumber("NETWORK_RETRY_BASE_MS", 800);
+    // Loop detection (engine/_loop_guard.ts): a bad threshold throws here, before any turn.
+    this.#loopGuard = opts.loopDetection === false ? null : new LoopGuard(opts.loopDetection);
     const initial = [...(opts.messages ?? [])];
     if (initial[0]?.role !== "system") {
       initial.unshift({ role: "system", content: opts.instructions ?? "" });
@@ -322,6 +351,23 @@ export class TurnEngine {
    */
   restoreCompactionState(saved: unknown): void {
     this.#compaction = restoreCompactionState(saved);
+  }
+
+  /** `data.seq` of the last event this engine emitted (0 before the first; DESIGN §3). */
+  get eventSeq(): number {
+    return this.#seq;
+  }
+
+  /**
+   * Continues event numbering after a restored session's last event, so `data.seq` never goes
+   * back across a restart (DESIGN §3: monotonic; `FileLogHook.applyState` calls it with
+   * `SavedState.eventSeq`). Never moves the counter backwards.
+   *
+   * @param seq `data.seq` of the saved session's last event; anything but a non-negative safe
+   *   integer is ignored.
+   */
+  restoreEventSeq(seq: unknown): void {
+    if (typeof seq === "number" && Number.isSafeInteger(seq) && seq > this.#seq) this.#seq = seq;
   }
 
   /** Steering messages queued and not yet injected (copies of their texts, in order). */
@@ -633,6 +679,7 @@ export class TurnEngine {
         ...(spec.kind !== "run" ? { kind: spec.kind } : {}),
       });
       if (mistake) throw mistake;
+      this.#startLoopGuard(); // loop detection: counts the turn's calls so far (retry/resume)
       if (spec.kind === "resume" && this.#pendingCalls().length > 0) {
         scope.iteration = 1;
         await this.#runTools(scope, this.#pendingCalls());
@@ -901,6 +948,7 @@ export class TurnEngine {
     if (err instanceof EngineConfigError) type = "config_error";
     else if (err instanceof ApprovalRequiredError) type = "approval_required";
     else if (err instanceof TurnInProgressError) type = "turn_in_progress";
+    else if (err instanceof LoopDetectedError) type = "loop_detected";
     else if (pe) type = pe.contextOverflow ? "context_overflow" : pe.code ?? "provider_error";
     await scope.emit(EventType.ERROR, {
       error: errorMessage(err),
@@ -910,7 +958,10 @@ export class TurnEngine {
       reqId: scope.reqId,
       logTime: scope.logTime,
       ...(pe?.status !== undefined ? { status: pe.status } : {}),
-      ...(err instanceof Error && !pe && !isHostMistake(err) ? { stack: err.stack } : {}),
+      ...(err instanceof LoopDetectedError ? { toolName: err.toolName, repeats: err.repeats } : {}),
+      ...(err instanceof Error && !pe && !isHostMistake(err) && !(err instanceof LoopDetectedError)
+        ? { stack: err.stack }
+        : {}),
     });
   }
 
@@ -947,6 +998,7 @@ export class TurnEngine {
       };
       if (item.refs?.length) msg.attachments = item.refs;
       this.#messages.push(msg);
+      this.#loopGuard?.reset(); // loop detection: the user spoke, a new count starts
       await scope.emit(EventType.QUEUE_STEERING, {
         text: item.text,
         ...(item.refs?.length ? { attachments: item.refs } : {}),
@@ -1170,6 +1222,7 @@ export class TurnEngine {
   async #runTools(scope: TurnScope, calls: ToolCall[]): Promise<void> {
     // Hooks' turn-start work that must precede tools (VcsHook's snapshot; _hook_barrier.ts).
     await raceAbort(hookBarrier(this.hook), scope.signal);
+    this.#checkLoops(calls); // loop detection: one verdict per call, in call order
     const prepared: PreparedCall[] = calls.map((call) => {
       const name = call.function.name;
       let args: Record<string, unknown> = {};
@@ -1224,7 +1277,10 @@ export class TurnEngine {
   async #runOne(scope: TurnScope, p: PreparedCall): Promise<void> {
     const reqId = p.call.id;
     let outcome: ToolOutcome;
-    if (p.parseError) {
+    const loop = this.#takeLoopVerdict(reqId); // loop detection: a repeat is not run
+    if (loop) {
+      outcome = this.#loopOutcome(loop);
+    } else if (p.parseError) {
       outcome = this.#errorOutcome(`Cannot run ${p.name}: ${p.parseError}`, "invalid_arguments");
     } else if (!p.spec) {
       outcome = this.#errorOutcome(
@@ -1269,6 +1325,7 @@ export class TurnEngine {
       name: p.name,
       content: outcome.content,
     });
+    if (!loop) this.#loopGuard?.recordResult(p.call, outcome.content); // loop detection
     await scope.emit(EventType.TOOL_FINISHED, {
       reqId,
       name: p.name,
@@ -1278,7 +1335,76 @@ export class TurnEngine {
       result_preview: outcome.content.slice(0, PREVIEW_CHARS),
       idemKey: `tool_result:${reqId}`, // issue 11: results carry an idempotency key
     });
+    if (loop?.action === "stop") {
+      throw new LoopDetectedError(loop, this.#loopGuard?.options.maxRepeats ?? 0);
+    }
   }
+
+  // --- loop detection (engine/_loop_guard.ts) ---
+  /**
+   * Starts the turn's repeat count. When `retry()` or `resume()` goes on with a turn, the calls
+   * and results already in it (after its last user message) are counted again, so a loop cut
+   * short by an error or a restart is still recognised; the verdicts of calls still without a
+   * result are kept for when they run.
+   */
+  #startLoopGuard(): void {
+    this.#loopVerdicts.clear();
+    const guard = this.#loopGuard;
+    if (!guard) return;
+    guard.reset();
+    const msgs = this.#messages;
+    let start = msgs.length;
+    while (start > 0 && (msgs[start - 1].role !== "user" || isToolMedia(msgs[start - 1]))) start--;
+    const turn = msgs.slice(start);
+    const answered = new Set(turn.filter((m) => m.role === "tool").map((m) => m.tool_call_id));
+    const calls = new Map<string, ToolCall>();
+    for (const m of turn) {
+      if (m.role === "assistant" && m.tool_calls?.length) {
+        const list = m.tool_calls;
+        guard.checkReply(list).forEach((v, i) => {
+          if (!answered.has(list[i].id)) this.#loopVerdicts.set(list[i].id, v);
+        });
+        for (const c of list) calls.set(c.id, c);
+      } else if (m.role === "tool" && typeof m.content === "string") {
+        const call = calls.get(m.tool_call_id ?? "");
+        // A warning is not what the call returned: the next warning quotes the real result.
+        if (call && !/"error_type":"(repeated_call|loop_detected)"/.test(m.content)) {
+          guard.recordResult(call, m.content);
+        }
+      }
+    }
+  }
+
+  /** Checks the calls of one reply that have no verdict yet (resume seeds some). */
+  #checkLoops(calls: ToolCall[]): void {
+    if (!this.#loopGuard) return;
+    const fresh = calls.filter((c) => !this.#loopVerdicts.has(c.id));
+    if (fresh.length === 0) return;
+    this.#loopGuard.checkReply(fresh).forEach((v, i) => this.#loopVerdicts.set(fresh[i].id, v));
+  }
+
+  /** The verdict of a call, when it must not run (`"warn"` or `"stop"`); forgets it. */
+  #takeLoopVerdict(id: string): LoopAlarm | null {
+    const v = this.#loopVerdicts.get(id);
+    this.#loopVerdicts.delete(id);
+    return v && v.action !== "run" ? v : null;
+  }
+
+  /** The result of a call that repeats a loop: `repeated_call`, or `loop_detected` on a stop. */
+  #loopOutcome(v: LoopAlarm): ToolOutcome {
+    const stop = v.action === "stop";
+    return {
+      status: "error",
+      reason: stop
+        ? "not run: repeated after a warning, the turn was stopped (loop detection)"
+        : `not run: already made ${v.repeats} times in a row (loop detection)`,
+      content: JSON.stringify({
+        error: stop ? loopStoppedMessage(v) : repeatedCallMessage(v),
+        error_type: stop ? "loop_detected" : "repeated_call",
+      }),
+    };
+  }
+  // --- end loop detection ---
 
   #errorOutcome(message: string, type: string): ToolOutcome {
     return {

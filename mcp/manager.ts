@@ -309,8 +309,20 @@ export class McpManager {
   }
 
   /**
-   * Connects every enabled server concurrently. Never rejects: one server's failure does not
+   * Connects every enabled server concurrently (all at once; a server's connect is spawn or
+   * HTTP handshake, `initialize` and `tools/list`). Never rejects: one server's failure does not
    * affect the others.
+   *
+   * What it waits for: every enabled server to be connected or failed, so it takes as long as
+   * the slowest one — a server that never answers holds it for `connectTimeoutMs` (default
+   * 30,000 ms). Each server's tools are registered in the registry the moment that server is
+   * connected, not when `connectAll` resolves: a host that does not want to wait for slow
+   * servers can start its engine without awaiting the promise (tools of servers that connect
+   * later are offered from the next model request on) and watch {@link McpManager.statuses}.
+   * {@link McpManager.closeAll} ends connects still pending; they then count as failed.
+   *
+   * @returns Connected and failed servers, each list in config order (not in the order they
+   *   finished).
    */
   async connectAll(): Promise<McpConnectResult> {
     const enabled = this.#configs.filter((c) => c.enabled);

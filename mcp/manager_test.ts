@@ -658,3 +658,35 @@ test("McpClient alone connects, lists and closes; close is idempotent", { skip }
   assert.ok(await waitFor(() => !alive(pid)));
   await assert.rejects(client.callTool("read_graph", {}), /not connected/);
 });
+
+test(
+  "a server that never answers initialize holds back neither the other servers' tools nor their result",
+  { skip },
+  async () => {
+    const { registry, manager } = setup({
+      servers: {
+        // Reads its input and never answers: connecting to it lasts until the connect timeout.
+        hang: { command: "node", args: ["-e", "process.stdin.resume()"] },
+        everything: { command: "node", args: ["${EVERYTHING_ENTRY}", "stdio"] },
+        missing: { command: "zq-no-such-mcp-command" },
+        memory: { command: "node", args: ["${MEMORY_ENTRY}"] },
+      },
+    }, { connectTimeoutMs: 600_000 });
+    let settled = false;
+    const all = manager.connectAll().finally(() => (settled = true));
+    const othersUp = () =>
+      registry.has("mcp__everything__echo") && registry.has("mcp__memory__read_graph");
+    assert.ok(await waitFor(othersUp, 60_000), "the healthy servers' tools are registered");
+    assert.equal(settled, false, "connectAll is still waiting for the hanging server");
+    assert.equal(manager.status("hang")!.state, "connecting");
+    assert.equal(manager.status("missing")!.state, "failed");
+    assert.equal(
+      (await call(registry, "mcp__everything__echo", { message: "meanwhile" })).value,
+      "Echo: meanwhile",
+    );
+    await manager.closeAll(); // gives up on the hanging server
+    const result = await all;
+    assert.deepEqual(result.connected, ["everything", "memory"], "config order");
+    assert.deepEqual(result.failed.map((f) => f.name), ["hang", "missing"], "config order");
+  },
+);

@@ -1,8 +1,8 @@
 /**
  * The npm and Node checks of `@zqagent/core` (`deno task ci:npm`, run by `.ci/run` after the
- * Deno test suite). Each step runs even when an earlier one failed (publint, attw and the smoke
- * test need the build), and a summary names the failures; the exit code is non-zero when any
- * step failed.
+ * Deno test suite). Each step runs even when an earlier one failed (publint, attw, smoke and
+ * store-npm need the build), and a summary names the failures; the exit code is non-zero when
+ * any step failed.
  *
  * 1. build `npm/dist/` and pack it (npm/build.ts);
  * 2. `publint --strict`: no errors, warnings or suggestions;
@@ -10,16 +10,20 @@
  * 4. smoke test of the tarball in a throwaway Node 22 project: `import` and `require` of every
  *    subpath, and a complete turn with tool calls and an approval against `MockOpenAIServer`
  *    (npm/smoke/);
- * 5. the test suite (every `*_test.ts` but `*_deno_test.ts`) on Node 22 with
+ * 5. store-npm: the distributed-session store suite (every `store/*_test.ts` and
+ *    tests/target_test.ts) on Node 22 against the packed build, installed once (with its
+ *    dependencies, `pg` among them, as `npm install` gives a user) in the throwaway project of
+ *    step 4: `ZQAGENT_TEST_PACKAGE_DIR` points tests/_target.ts at it (issue 11);
+ * 6. the test suite (every `*_test.ts` but `*_deno_test.ts`) on Node 22 from source with
  *    `--experimental-transform-types`, including npm/guard_test.ts against the fresh build;
- * 6. `deno check --doc` on every entry point: the `@example` code in the docs type-checks;
- * 7. `deno publish --dry-run` (JSR: no slow types, publishable file set).
+ * 7. `deno check --doc` on every entry point: the `@example` code in the docs type-checks;
+ * 8. `deno publish --dry-run` (JSR: no slow types, publishable file set).
  *
  * @example
  * ```sh
  * npx -y deno@2.9.6 task ci:npm
  * npx -y deno@2.9.6 task ci:npm --only smoke   # build, then one step (publint, attw, smoke,
- *                                             # node-tests, doc-examples or jsr)
+ *                                             # store-npm, node-tests, doc-examples or jsr)
  * ```
  *
  * @module
@@ -97,47 +101,51 @@ async function attw(tarball: string): Promise<void> {
   );
 }
 
-async function smoke(build: BuildNpmResult): Promise<void> {
+/**
+ * Installs the packed tarball into `dir`, a fresh throwaway Node project outside the source
+ * tree, the way a user would (`npm install <tarball>`): the package's `dependencies` (`pg`,
+ * `openai`, …) land in `dir/node_modules`, so nothing resolves from the source tree's
+ * `node_modules`.
+ */
+async function installTarball(tarball: string, dir: string): Promise<void> {
+  writeFileSync(
+    path.join(dir, "package.json"),
+    JSON.stringify(
+      { name: "zqagent-smoke", private: true, type: "commonjs" },
+      null,
+      2,
+    ),
+  );
+  await mustRun("install the tarball in a throwaway project", "npm", [
+    "install",
+    "--no-audit",
+    "--no-fund",
+    "--loglevel=error",
+    tarball,
+  ], { cwd: dir });
+}
+
+async function smoke(build: BuildNpmResult, dir: string): Promise<void> {
   const node = await node22Binary();
-  const dir = mkdtempSync(path.join(os.tmpdir(), "zqagent-npm-smoke-"));
-  try {
-    writeFileSync(
-      path.join(dir, "package.json"),
-      JSON.stringify(
-        { name: "zqagent-smoke", private: true, type: "commonjs" },
-        null,
-        2,
-      ),
-    );
-    await mustRun("install the tarball in a throwaway project", "npm", [
-      "install",
-      "--no-audit",
-      "--no-fund",
-      "--loglevel=error",
-      build.tarball!,
-    ], { cwd: dir });
-    for (const f of ["_turn.cjs", "smoke.mjs", "smoke.cjs"]) {
-      copyFileSync(path.join(NPM_DIR, "smoke", f), path.join(dir, f));
-    }
-    const env = {
-      SMOKE_PACKAGE: build.manifest.name,
-      SMOKE_SUBPATHS: JSON.stringify(Object.keys(build.manifest.exports)),
-    };
-    await mustRun("import every subpath and run a turn (ESM)", node, [
-      "smoke.mjs",
-    ], {
-      cwd: dir,
-      env,
-    });
-    await mustRun("require every subpath and run a turn (CommonJS)", node, [
-      "smoke.cjs",
-    ], {
-      cwd: dir,
-      env,
-    });
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
+  for (const f of ["_turn.cjs", "smoke.mjs", "smoke.cjs"]) {
+    copyFileSync(path.join(NPM_DIR, "smoke", f), path.join(dir, f));
   }
+  const env = {
+    SMOKE_PACKAGE: build.manifest.name,
+    SMOKE_SUBPATHS: JSON.stringify(Object.keys(build.manifest.exports)),
+  };
+  await mustRun("import every subpath and run a turn (ESM)", node, [
+    "smoke.mjs",
+  ], {
+    cwd: dir,
+    env,
+  });
+  await mustRun("require every subpath and run a turn (CommonJS)", node, [
+    "smoke.cjs",
+  ], {
+    cwd: dir,
+    env,
+  });
 }
 
 /** One Node test may run this long (ms) before it fails; a hung test never blocks CI. */
@@ -145,12 +153,30 @@ const NODE_TEST_TIMEOUT_MS = 120_000;
 /** The whole Node test run is killed after this long (ms). */
 const NODE_SUITE_TIMEOUT_MS = 20 * 60_000;
 
-/** Counts of the Node test run, read from its summary lines. */
-let nodeCounts: { passed: number; failed: number; skipped: number } | undefined;
+/** Counts of a Node test run, read from its summary lines. */
+interface NodeCounts {
+  passed: number;
+  failed: number;
+  skipped: number;
+}
 
-async function nodeTests(): Promise<void> {
+/** Counts of the node-tests step (the whole suite from source). */
+let nodeCounts: NodeCounts | undefined;
+/** Counts of the store-npm step (the store suite against the packed build). */
+let storeNpmCounts: NodeCounts | undefined;
+
+/**
+ * Runs `files` with `node --test` (Node 22, spec reporter, output streamed and captured) and
+ * hands the pass/fail/skip counts to `onCounts`, also when the run failed.
+ *
+ * @throws {Error} "Cannot pass <what>: …" on a non-zero exit, no passing test, or a timeout.
+ */
+async function runNodeTests(
+  what: string,
+  files: string[],
+  options: { env: Record<string, string>; onCounts: (counts: NodeCounts) => void },
+): Promise<void> {
   const node = await node22Binary();
-  const files = nodeTestFiles();
   const r = await run(node, [
     "--experimental-transform-types",
     "--no-warnings",
@@ -160,25 +186,46 @@ async function nodeTests(): Promise<void> {
     ...files,
   ], {
     capture: "tee",
-    env: { NPM_DIST_REQUIRED: "1", NO_COLOR: "1" },
+    env: { NO_COLOR: "1", ...options.env },
     timeoutMs: NODE_SUITE_TIMEOUT_MS,
   });
   if (r.timedOut) {
-    throw new Error(
-      `Cannot pass the test suite on Node 22: still running after ${NODE_SUITE_TIMEOUT_MS} ms`,
-    );
+    throw new Error(`Cannot pass ${what}: still running after ${NODE_SUITE_TIMEOUT_MS} ms`);
   }
   const count = (label: string) => Number(new RegExp(`ℹ ${label} (\\d+)`).exec(r.stdout)?.[1] ?? 0);
-  nodeCounts = {
-    passed: count("pass"),
-    failed: count("fail"),
-    skipped: count("skipped"),
-  };
-  if (r.code !== 0 || nodeCounts.passed === 0) {
-    throw new Error(
-      `Cannot pass the test suite on Node 22: exit code ${r.code}, ${nodeCounts.failed} failed`,
-    );
+  const counts = { passed: count("pass"), failed: count("fail"), skipped: count("skipped") };
+  options.onCounts(counts);
+  if (r.code !== 0 || counts.passed === 0) {
+    throw new Error(`Cannot pass ${what}: exit code ${r.code}, ${counts.failed} failed`);
   }
+}
+
+function nodeTests(): Promise<void> {
+  return runNodeTests("the test suite on Node 22", nodeTestFiles(), {
+    env: { NPM_DIST_REQUIRED: "1" },
+    onCounts: (c) => (nodeCounts = c),
+  });
+}
+
+/**
+ * The store suite's files for the store-npm step: every `store/*_test.ts` (they take the code
+ * under test from tests/_target.ts) and tests/target_test.ts (which proves the npm build is the
+ * one loaded), relative to the project root.
+ */
+export function storeNpmTestFiles(): string[] {
+  return [...nodeTestFiles(path.join(ROOT, "store"), "store"), "tests/target_test.ts"];
+}
+
+/**
+ * The store suite on Node 22 against the build installed in `dir` (`ZQAGENT_TEST_PACKAGE_DIR`,
+ * read by tests/_target.ts; `CI_REQUIRE_REAL` and the rest of the environment pass through, so
+ * under CI a missing PostgreSQL fails instead of skipping).
+ */
+function storeNpm(dir: string): Promise<void> {
+  return runNodeTests("the store suite on Node 22 against the npm build", storeNpmTestFiles(), {
+    env: { ZQAGENT_TEST_PACKAGE_DIR: dir },
+    onCounts: (c) => (storeNpmCounts = c),
+  });
 }
 
 async function docExamples(build: BuildNpmResult | undefined): Promise<void> {
@@ -208,7 +255,9 @@ const STEPS = [
   "publint",
   "attw",
   "smoke",
+  "store-npm",
   "node-tests",
+  "doc-examples",
   "jsr",
 ] as const;
 
@@ -248,8 +297,21 @@ async function main(): Promise<number> {
   if (build) {
     await step("publint", publint);
     await step("attw", () => attw(build!.tarball!));
-    await step("smoke", () => smoke(build!));
-    rmSync(build.tarball!, { force: true });
+    // One throwaway project outside the source tree for smoke and store-npm: the tarball is
+    // installed once, by whichever of them runs first; both are removed after the last.
+    const project = mkdtempSync(path.join(os.tmpdir(), "zqagent-npm-smoke-"));
+    let install: Promise<void> | undefined;
+    const installed = async () => {
+      await (install ??= installTarball(build!.tarball!, project));
+      return project;
+    };
+    try {
+      await step("smoke", async () => smoke(build!, await installed()));
+      await step("store-npm", async () => storeNpm(await installed()));
+    } finally {
+      rmSync(project, { recursive: true, force: true });
+      rmSync(build.tarball!, { force: true });
+    }
   }
   await step("node-tests", nodeTests);
   await step("doc-examples", () => docExamples(build));
@@ -265,6 +327,12 @@ async function main(): Promise<number> {
   console.log(
     `npm checks: ${results.length - failedSteps} passed, ${failedSteps} failed`,
   );
+  if (storeNpmCounts) {
+    const c = storeNpmCounts;
+    console.log(
+      `store-npm (Node 22, npm build): ${c.passed} passed, ${c.failed} failed, ${c.skipped} skipped`,
+    );
+  }
   if (nodeCounts) {
     console.log(
       `node: ${nodeCounts.passed} passed, ${nodeCounts.failed} failed, ${nodeCounts.skipped} skipped`,

@@ -18,6 +18,7 @@ import process from "node:process";
 import { createInterface } from "node:readline";
 import { registerFileTools } from "../tools/fs.ts";
 import { ToolRegistry } from "../tools/registry.ts";
+import { pathFromFileUrl } from "./path_guard.ts";
 import {
   FILE_TOOL_PATH_KEYS,
   type FileToolReply,
@@ -58,7 +59,9 @@ function guard(root: string, tool: string, args: Record<string, unknown>): void 
   if (Array.isArray(args.paths)) {
     for (const v of args.paths) if (typeof v === "string") raw.push(v);
   }
-  for (const p of raw) {
+  for (const given of raw) {
+    // A `file:` URL names the path the file tool will touch (tools/_common.ts converts it too).
+    const p = pathFromFileUrl(given);
     if (p.includes("\0")) throw new Error(`Cannot run ${tool}: the path contains a NUL character`);
     if (p === "~" || p.startsWith("~/") || p.startsWith("~")) {
       throw new Error(`Cannot run ${tool} on ${p}: outside the workspace (isolated file tools)`);

@@ -98,7 +98,9 @@ export {
   expandHome,
   isInside,
   isProtectedPath,
+  pathFromFileUrl,
   PathResolutionError,
   resolveRoot,
   resolveWorkspacePath,
+  urlScheme,
 } from "./path_guard.ts";

@@ -1,8 +1,9 @@
 /**
  * Path resolution and containment checks for tool paths (DESIGN §5, manual §8.1 step 2).
  *
- * Every path a tool receives is resolved the way the kernel will resolve it: `~` is expanded,
- * a relative path is taken from the workspace, and each segment is followed through symlinks
+ * Every path a tool receives is resolved the way the kernel will resolve it: a `file:` URL is
+ * turned into its path ({@link pathFromFileUrl}, the same conversion the built-in file tools
+ * make), `~` is expanded, a relative path is taken from the workspace, and each segment is followed through symlinks
  * (dangling ones included) before `..` is applied, so a `link/..` where `link` points outside is
  * judged by where it really lands. Segments that do not exist yet are appended as they are.
  * Containment is then checked by whole path segments, so `/srv/ws-evil` is not inside `/srv/ws`.
@@ -16,6 +17,7 @@
 import { lstatSync, readlinkSync } from "node:fs";
 import { homedir } from "node:os";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { mayRead } from "../_internal/deno_permissions.ts";
 
 /** Symlinks followed per resolution before giving up (the Linux kernel's limit is 40). */
@@ -60,6 +62,70 @@ export function expandHome(input: string): string {
   return input;
 }
 
+/**
+ * A URL scheme followed by `//` (`http://`, `file://`, `s3://`). Two characters at least, so a
+ * Windows drive (`C://x`) is a path.
+ */
+const URL_WITH_AUTHORITY = /^([A-Za-z][A-Za-z0-9+.-]+):\/\//;
+
+/**
+ * The scheme of a URL-shaped tool argument (`"http"` for `http://host/x`, `"file"` for
+ * `file:///x` and `file:/x`), or `undefined` for a path. A Windows drive letter (`C:\x`,
+ * `C:/x`) is never a scheme. No file-system access.
+ *
+ * @param input A path or URL as a tool received it.
+ * @returns The scheme, lower-cased, or `undefined`.
+ *
+ * @example
+ * ```ts
+ * import { urlScheme } from "@zqagent/core/permissions";
+ * urlScheme("https://example.com/a.txt"); // "https"
+ * urlScheme("src/a.txt"); // undefined
+ * ```
+ */
+export function urlScheme(input: string): string | undefined {
+  if (typeof input !== "string") return undefined;
+  if (/^file:\//i.test(input)) return "file";
+  return URL_WITH_AUTHORITY.exec(input)?.[1].toLowerCase();
+}
+
+/**
+ * Turns a `file:` URL (`file:///srv/ws/a.txt`, `file:/srv/ws/a.txt`,
+ * `file://localhost/srv/ws/a.txt`; percent-escapes decoded) into the absolute path it names,
+ * with `node:url`'s `fileURLToPath`; anything else is returned unchanged. The built-in file
+ * tools and the permission engine both convert through it, so they judge and touch the same
+ * path (a model often writes paths as file URLs).
+ *
+ * @param input A tool's path argument.
+ * @returns The path the URL names, or `input` itself when it is not a `file:` URL.
+ * @throws {PathResolutionError} For a `file:` URL that names no local path (another host,
+ *   an encoded `/` or NUL, a Windows URL without a drive).
+ *
+ * @example
+ * ```ts
+ * import { pathFromFileUrl } from "@zqagent/core/permissions";
+ * pathFromFileUrl("file:///srv/ws/My%20Notes.md"); // "/srv/ws/My Notes.md" (POSIX)
+ * pathFromFileUrl("src/a.ts"); // "src/a.ts"
+ * ```
+ */
+export function pathFromFileUrl(input: string): string {
+  if (urlScheme(input) !== "file") return input;
+  let out: string;
+  try {
+    out = fileURLToPath(input);
+  } catch (err) {
+    throw new PathResolutionError(
+      `Cannot resolve ${input}: it is not a file URL of this machine ` +
+        `(${err instanceof Error ? err.message : String(err)})`,
+      input,
+    );
+  }
+  if (out.includes("\0")) {
+    throw new PathResolutionError(`Cannot resolve ${input}: it encodes a NUL character`, input);
+  }
+  return out;
+}
+
 /** Splits a path into its non-empty segments, dropping `.`. */
 function segmentsOf(p: string): string[] {
   return p.split(/[\\/]+/).filter((s) => s !== "" && s !== ".");
@@ -101,20 +167,23 @@ function walk(start: string, rest: string[], budget: { links: number }, original
 }
 
 /**
- * Resolves a path to the absolute real path a file operation on it will reach: `~` expanded,
- * symlinks followed (dangling ones too), `..` applied after symlinks, missing trailing segments
+ * Resolves a path to the absolute real path a file operation on it will reach: a `file:` URL
+ * converted ({@link pathFromFileUrl}), `~` expanded, symlinks followed (dangling ones too), `..` applied after symlinks, missing trailing segments
  * kept as written. Synchronous.
  *
  * @param base Directory a relative path is taken from (the workspace). It is itself resolved.
- * @param input Workspace-relative or absolute path; `~` and `~/…` are expanded.
+ * @param input Workspace-relative or absolute path, or a `file:` URL; `~` and `~/…` are
+ *   expanded. Other URLs (`http://…`) are not converted: they are taken as relative paths, as
+ *   a shell would take them (the file tools refuse them).
  * @returns The resolved absolute path.
- * @throws {PathResolutionError} When `input` is empty, uses `~user`, or hits a symlink loop.
+ * @throws {PathResolutionError} When `input` is empty, uses `~user`, is a `file:` URL of
+ *   another host, or hits a symlink loop.
  */
 export function resolveWorkspacePath(base: string, input: string): string {
   if (typeof input !== "string" || input === "" || input.includes("\0")) {
     throw new PathResolutionError("Cannot resolve path: it is empty or contains NUL", input);
   }
-  const expanded = expandHome(input);
+  const expanded = expandHome(pathFromFileUrl(input));
   const budget = { links: MAX_SYMLINKS };
   if (path.isAbsolute(expanded)) {
     const root = path.parse(expanded).root;
@@ -130,15 +199,16 @@ export function resolveWorkspacePath(base: string, input: string): string {
  * Resolves a directory (a workspace root or a granted directory) to its real absolute path,
  * following symlinks; a missing tail is kept as written.
  *
- * @param dir Absolute or cwd-relative path; `~` is expanded.
+ * @param dir Absolute or cwd-relative path, or a `file:` URL; `~` is expanded.
  * @returns The resolved absolute path.
- * @throws {PathResolutionError} When `dir` is empty, uses `~user`, or hits a symlink loop.
+ * @throws {PathResolutionError} When `dir` is empty, uses `~user`, is a `file:` URL of another
+ *   host, or hits a symlink loop.
  */
 export function resolveRoot(dir: string): string {
   if (typeof dir !== "string" || dir === "") {
     throw new PathResolutionError("Cannot resolve directory: it is empty", String(dir));
   }
-  const abs = path.resolve(expandHome(dir));
+  const abs = path.resolve(expandHome(pathFromFileUrl(dir)));
   return resolveWorkspacePath(abs, abs);
 }
 
@@ -205,7 +275,8 @@ function protectedSegments(abs: string): boolean {
  * (`sandboxProtectedPaths`).
  * Segments compare case-insensitively. Write tools refuse these paths in every mode.
  *
- * @param target The path to test: absolute, or relative to `base`; `~` is expanded.
+ * @param target The path to test: absolute, or relative to `base`, or a `file:` URL; `~` is
+ *   expanded.
  * @param base When given, `target` is resolved from it both as written (`..` collapsed) and
  *   through symlinks ({@link resolveWorkspacePath}), and either form being protected counts;
  *   without it `target` is only normalized (it should already be resolved).
@@ -224,7 +295,10 @@ export function isProtectedPath(target: string, base?: string): boolean {
   if (typeof target !== "string" || target === "") return false;
   let written: string;
   try {
-    written = path.resolve(base === undefined ? "" : expandHome(base), expandHome(target));
+    written = path.resolve(
+      base === undefined ? "" : expandHome(base),
+      expandHome(pathFromFileUrl(target)),
+    );
   } catch {
     return false;
   }

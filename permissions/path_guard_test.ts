@@ -8,10 +8,13 @@ import {
   expandHome,
   isInside,
   isProtectedPath,
+  pathFromFileUrl,
   PathResolutionError,
   resolveRoot,
   resolveWorkspacePath,
+  urlScheme,
 } from "./path_guard.ts";
+import { pathToFileURL } from "node:url";
 
 // Layout (all real files in a temp dir):
 //   base/ws/               the workspace (src/a.ts inside)
@@ -65,6 +68,10 @@ const ESCAPES: Array<[string, string]> = [
   ["out-link/../src/a.ts", "a .. after a symlink pointing out (lexically inside)"],
   ["loop-a", "a symlink loop"],
   ["", "an empty path"],
+  [pathToFileURL(path.join(outside, "secret")).href, "a file URL outside"],
+  [pathToFileURL(path.join(ws, "out-link", "secret")).href, "a file URL through a symlink out"],
+  ["file://evil.example/etc/passwd", "a file URL of another host"],
+  [`${pathToFileURL(ws).href}/src%00.ts`, "a file URL encoding a NUL"],
 ];
 
 for (const [p, what] of ESCAPES) {
@@ -182,4 +189,42 @@ test("isProtectedPath with a base checks relative paths and symlinks into .git/h
   assert.equal(isProtectedPath("hooks-alias/pre-commit", ws), true);
   assert.equal(isProtectedPath("hooks-alias/pre-commit"), false, "without a base: as written");
   assert.equal(isProtectedPath("src/a.ts", ws), false);
+});
+
+test("a file URL resolves to the path it names, like the plain path", () => {
+  const plain = resolveWorkspacePath(ws, "src/a.ts");
+  assert.equal(resolveWorkspacePath(ws, pathToFileURL(path.join(ws, "src", "a.ts")).href), plain);
+  assert.equal(resolveWorkspacePath(ws, `file:${path.join(ws, "src", "a.ts")}`), plain);
+  assert.equal(
+    resolveWorkspacePath(ws, pathToFileURL(path.join(ws, "in-link", "my file.ts")).href),
+    path.join(ws, "src", "my file.ts"),
+    "percent-escapes decoded, symlinks followed",
+  );
+  assert.equal(inside(pathToFileURL(path.join(ws, "new", "x.txt")).href), true);
+});
+
+test("urlScheme tells URLs from paths, Windows drives included", () => {
+  assert.equal(urlScheme("http://example.com/x"), "http");
+  assert.equal(urlScheme("HTTPS://example.com/x"), "https");
+  assert.equal(urlScheme("file:///x"), "file");
+  assert.equal(urlScheme("file:/x"), "file");
+  assert.equal(urlScheme("C://x"), undefined);
+  assert.equal(urlScheme("C:\\x"), undefined);
+  assert.equal(urlScheme("notes:today.md"), undefined);
+  assert.equal(urlScheme("src/file:x"), undefined);
+});
+
+test("pathFromFileUrl leaves paths alone and refuses a file URL of another host", () => {
+  assert.equal(pathFromFileUrl("src/a.ts"), "src/a.ts");
+  assert.equal(pathFromFileUrl("file:notes.md"), "file:notes.md", "no slash: a file name");
+  assert.throws(
+    () => pathFromFileUrl("file://evil.example/etc/passwd"),
+    (e) => e instanceof PathResolutionError && /Cannot resolve file:\/\/evil/.test(e.message),
+  );
+});
+
+test("isProtectedPath sees through a file URL, percent-escapes included", () => {
+  assert.equal(isProtectedPath("file:///srv/ws/%2Egit/hooks/pre-commit"), true);
+  assert.equal(isProtectedPath("file:///srv/ws/sub/%2Egit/config", ws), true);
+  assert.equal(isProtectedPath("file:///srv/ws/src/%2Egitignore", ws), false);
 });

@@ -2,9 +2,11 @@ import { after } from "node:test";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { FileSessionStore, MemorySessionStore, PostgresSessionStore } from "./mod.ts";
+import { store as target } from "../tests/_target.ts";
 import { storeConformance } from "../tests/_store_conformance.ts";
 import { startPostgres, uniquePrefix } from "../tests/_postgres.ts";
+
+const { FileSessionStore, MemorySessionStore, PostgresSessionStore } = target;
 
 storeConformance(
   "MemorySessionStore",

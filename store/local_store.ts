@@ -460,6 +460,14 @@ export abstract class LocalStore implements SessionStore {
     }
   }
 
+  peekInbox(sessionId: string): Promise<InboxItem[]> {
+    const r = this.rec(sessionId);
+    if (!r) return Promise.resolve([]);
+    return Promise.resolve(
+      r.inbox.filter((i) => !i.consumed).map(({ consumed: _, ...i }) => structuredClone(i)),
+    );
+  }
+
   takeInbox(lease: Lease): Promise<InboxItem[]> {
     try {
       const r = this.fenced(lease, "take the inbox");

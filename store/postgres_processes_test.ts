@@ -3,11 +3,15 @@ import assert from "node:assert/strict";
 import { type ChildProcess, spawn } from "node:child_process";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
-import { PostgresSessionStore } from "./mod.ts";
-import { MockOpenAIServer } from "../testing/mod.ts";
+import { store as target, testing } from "../tests/_target.ts";
 import { removeDir, tempWorkspace } from "../tests/_util.ts";
 import { actThenAnswer } from "../tests/_store_engine.ts";
 import { startPostgres, uniquePrefix } from "../tests/_postgres.ts";
+
+// The code under test: the source tree, or the npm build (tests/_target.ts); the child
+// processes inherit the environment, so tests/_store_process.ts runs against the same target.
+const { PostgresSessionStore } = target;
+const { MockOpenAIServer } = testing;
 
 const pg = await startPostgres();
 const skip = "skip" in pg ? pg.skip : false;

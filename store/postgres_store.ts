@@ -888,6 +888,17 @@ export class PostgresSessionStore implements SessionStore {
     });
   }
 
+  /** {@inheritDoc SessionStore.peekInbox} */
+  async peekInbox(sessionId: string): Promise<InboxItem[]> {
+    const db = await this.#q();
+    const r = await db.query(
+      `SELECT * FROM ${this.#t("inbox")} WHERE session_id = $1 AND consumed_seq IS NULL
+       ORDER BY id`,
+      [sessionId],
+    );
+    return r.rows.map(toInbox);
+  }
+
   /** {@inheritDoc SessionStore.takeInbox} */
   takeInbox(lease: Lease): Promise<InboxItem[]> {
     return this.#tx(async (c) => {

@@ -11,6 +11,14 @@
  * the engine dropped. The answer then makes the session runnable and any worker resumes it,
  * finding the decision already stored.
  *
+ * Cancel: `store.submit(id, {kind: "cancel", …})` from any process interrupts the session's
+ * running turn (the submit wakes the worker; without a push it is seen within `cancelPollMs`),
+ * drops the inputs queued before the cancel, and closes the turn's open approvals as denied
+ * (`by: "cancel"`). The turn ends with `interrupted` and `turn_end{status:"interrupted"}`; a
+ * tool call that was running gets an "interrupted" result. A parked session, or one whose
+ * worker died after taking the cancel, is resumed and interrupted at once (nothing runs).
+ * Inputs submitted after the cancel run as usual.
+ *
  * A lease the heartbeat no longer returns (or a fenced write that fails) stops the session at
  * once: nothing more is written, the turn is interrupted, and the new owner carries on from the
  * store.
@@ -68,6 +76,11 @@ export interface SessionWorkerOptions {
   approvalPollMs?: number;
   /** Coalescing window of streamed deltas in ms (default 50). */
   deltaFlushMs?: number;
+  /**
+   * How often a running turn looks for a `cancel` in the inbox when no notification came, in ms
+   * (default 2,000; a `submit` wakes it at once on stores with push).
+   */
+  cancelPollMs?: number;
   /** Errors that do not stop the worker (store down, a session that failed). */
   onError?: (err: unknown, sessionId?: string) => void;
 }
@@ -89,6 +102,12 @@ interface Active {
   lost: boolean;
   parked: boolean;
   done: Promise<void>;
+  /** Inputs taken from the inbox whose turn has not started, in order. */
+  queue: InboxItem[];
+  /** A cancel was taken for the running turn. */
+  cancelled: boolean;
+  /** Aborted when the running turn's stream ends (stops its approver's wait). */
+  turnSignal?: AbortSignal;
 }
 
 /**
@@ -150,6 +169,7 @@ export class SessionWorker {
       approvalHoldMs: options.approvalHoldMs ?? 30_000,
       approvalPollMs: options.approvalPollMs ?? 2000,
       deltaFlushMs: options.deltaFlushMs ?? 50,
+      cancelPollMs: options.cancelPollMs ?? 2000,
       onError: options.onError,
     };
   }
@@ -294,7 +314,14 @@ export class SessionWorker {
   }
 
   #start(lease: Lease): Promise<void> {
-    const a: Active = { lease, lost: false, parked: false, done: Promise.resolve() };
+    const a: Active = {
+      lease,
+      lost: false,
+      parked: false,
+      done: Promise.resolve(),
+      queue: [],
+      cancelled: false,
+    };
     this.#active.set(lease.sessionId, a);
     a.done = this.#run(a).catch((err) => {
       this.#report(err, lease.sessionId);
@@ -322,6 +349,7 @@ export class SessionWorker {
     if (restored.messages.length) {
       FileLogHook.applyState(engine, restored.state as unknown as SavedState);
     }
+    engine.restoreEventSeq(restored.state.eventSeq); // data.seq goes on across workers
     const hook = new StoreHook(this.store, lease, {
       deltaFlushMs: this.#o.deltaFlushMs,
       onError: (err) => {
@@ -337,17 +365,15 @@ export class SessionWorker {
     a.engine = engine;
     a.hook = hook;
 
-    const drain = async (stream: AsyncIterable<unknown>) => {
-      try {
-        for await (const _ of stream) {
-          // events go to the store through the hook
-        }
-      } catch (err) {
-        if (!a.lost && !a.parked) this.#report(err, lease.sessionId);
-      }
-    };
-    // 1. A turn a crash or a park cut short.
-    await drain(engine.resume(`resume_${lease.epoch}`));
+    a.queue.push(...restored.pendingInputs);
+    // 1. A turn a crash or a park cut short; ended as interrupted when a cancel is waiting for
+    // it (or was taken before the crash).
+    let cancelNow = restored.cancelled || restored.state.cancelRequested === true;
+    if ((await this.store.peekInbox(lease.sessionId)).some((i) => i.kind === "cancel")) {
+      cancelNow = (await this.#takeInbox(a)) || cancelNow;
+    }
+    await this.#turn(a, engine.resume(`resume_${lease.epoch}`), cancelNow);
+    if (a.lost || a.parked) return;
     if (restored.answeredWithoutEnd) {
       // The reply was stored but not its turn_end: record it, so viewers see the turn end.
       const last = engine.messages.at(-1);
@@ -360,23 +386,21 @@ export class SessionWorker {
       }, `turn_end:recovered:${lease.epoch}`);
     }
     // 2. Inputs taken before a crash whose turn never started, then the inbox, in order.
-    const queue: InboxItem[] = [...restored.pendingInputs];
     while (!a.lost && !a.parked) {
-      if (queue.length === 0) {
+      if (a.queue.length === 0) {
         try {
           await hook.flush();
-          const items = await this.store.takeInbox(lease);
-          queue.push(...items.filter((i) => i.kind === "user_input"));
+          await this.#takeInbox(a);
         } catch (err) {
           if (err instanceof LeaseLostError) this.#lose(a);
           else throw err;
           break;
         }
-        if (queue.length === 0) break;
+        if (a.queue.length === 0) break;
       }
-      const item = queue.shift()!;
+      const item = a.queue.shift()!;
       hook.setExtra({ inboxCursor: item.id });
-      await drain(engine.run(String(item.payload.text ?? ""), `in_${item.id}`));
+      await this.#turn(a, engine.run(String(item.payload.text ?? ""), `in_${item.id}`), false);
     }
     if (a.lost || a.parked) return;
     try {
@@ -384,6 +408,94 @@ export class SessionWorker {
       await this.store.release(lease, "done");
     } catch (err) {
       if (!(err instanceof LeaseLostError)) throw err;
+    }
+  }
+
+  /**
+   * Takes the inbox into the session's queue. A `cancel` drops the inputs queued before it.
+   *
+   * @returns Whether a `cancel` was among the items.
+   */
+  async #takeInbox(a: Active): Promise<boolean> {
+    await a.hook?.flush(); // the turn's events are stored before the inbox items that follow them
+    let cancelled = false;
+    for (const item of await this.store.takeInbox(a.lease)) {
+      if (item.kind === "cancel") {
+        cancelled = true;
+        a.queue.length = 0;
+      } else if (item.kind === "user_input") {
+        a.queue.push(item);
+      }
+    }
+    return cancelled;
+  }
+
+  /**
+   * Runs one turn's event stream to its end (events reach the store through the hook). While it
+   * runs, a `cancel` submitted to the session interrupts it; with `cancelNow` it is interrupted
+   * as soon as it starts (a cancel taken before the turn was resumed).
+   */
+  async #turn(a: Active, stream: AsyncIterable<unknown>, cancelNow: boolean): Promise<void> {
+    const engine = a.engine!;
+    const stop = new AbortController();
+    a.turnSignal = stop.signal;
+    if (cancelNow) a.hook?.setExtra({ cancelRequested: true });
+    const watch = cancelNow ? Promise.resolve() : this.#watchCancel(a, stop.signal);
+    try {
+      for await (const _ of stream) {
+        if (cancelNow) engine.requestInterrupt();
+      }
+    } catch (err) {
+      if (!a.lost && !a.parked) this.#report(err, a.lease.sessionId);
+    } finally {
+      stop.abort();
+      await watch;
+    }
+    if (cancelNow || a.cancelled) {
+      a.cancelled = false;
+      a.hook?.setExtra({ cancelRequested: false });
+      if (!a.lost && !a.parked) await this.#denyOpenApprovals(a);
+    }
+  }
+
+  /** Waits for a `cancel` in the inbox while a turn runs, then takes it and interrupts. */
+  async #watchCancel(a: Active, signal: AbortSignal): Promise<void> {
+    const sessionId = a.lease.sessionId;
+    while (!signal.aborted && !a.lost && !a.parked) {
+      await this.store.waitForWake(sessionId, { timeoutMs: this.#o.cancelPollMs, signal });
+      if (signal.aborted || a.lost || a.parked) return;
+      try {
+        const waiting = await this.store.peekInbox(sessionId);
+        if (!waiting.some((i) => i.kind === "cancel")) continue;
+        if (signal.aborted || a.lost || a.parked) return;
+        a.cancelled = true;
+        a.hook?.setExtra({ cancelRequested: true });
+        await this.#takeInbox(a);
+        a.engine?.requestInterrupt();
+        return;
+      } catch (err) {
+        if (err instanceof LeaseLostError) return this.#lose(a);
+        this.#report(err, sessionId); // the store is away: look again at the next wake or poll
+      }
+    }
+  }
+
+  /** Closes the approvals a cancelled turn left open, so no viewer offers them any more. */
+  async #denyOpenApprovals(a: Active): Promise<void> {
+    const sessionId = a.lease.sessionId;
+    try {
+      const open = (await this.store.load(sessionId))?.approvals.filter((x) =>
+        x.status === "pending"
+      ) ?? [];
+      for (const x of open) {
+        await this.store.answerApproval(sessionId, {
+          toolCallId: x.toolCallId,
+          decision: { approve: false, note: "The turn was cancelled." },
+          by: "cancel",
+        });
+      }
+    } catch (err) {
+      this.#report(err, sessionId);
     }
   }
 
@@ -403,8 +515,10 @@ export class SessionWorker {
         });
       }
       const until = Date.now() + this.#o.approvalHoldMs;
+      const turn = a.turnSignal;
+      const ended = () => a.lost || a.cancelled || !!turn?.aborted;
       while (!approval || approval.status === "pending") {
-        if (a.lost) return new Promise<never>(() => {}); // the turn is being interrupted
+        if (ended()) return new Promise<never>(() => {}); // the turn is being interrupted
         const left = until - Date.now();
         if (left <= 0) {
           await this.#park(a, hook, engine);
@@ -412,8 +526,9 @@ export class SessionWorker {
         }
         await this.store.waitForWake(a.lease.sessionId, {
           timeoutMs: Math.min(left, this.#o.approvalPollMs),
-          signal: this.#stopAc.signal,
+          signal: turn ? AbortSignal.any([this.#stopAc.signal, turn]) : this.#stopAc.signal,
         });
+        if (ended()) return new Promise<never>(() => {});
         if (!this.#running && this.#stopAc.signal.aborted && Date.now() < until) {
           // Shutting down: park now rather than keep the lease.
           await this.#park(a, hook, engine);

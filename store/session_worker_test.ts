@@ -1,19 +1,22 @@
 import { after, afterEach, test } from "node:test";
 import assert from "node:assert/strict";
-import {
+import type { SessionStore, StoredEvent } from "./mod.ts";
+import type { MockOpenAIServer as MockServer } from "../testing/mod.ts";
+import { store as target, testing } from "../tests/_target.ts";
+import { removeDir, tempWorkspace } from "../tests/_util.ts";
+import { actThenAnswer, makeEngine } from "../tests/_store_engine.ts";
+import { startPostgres, uniquePrefix } from "../tests/_postgres.ts";
+
+// The code under test: the source tree, or the npm build (tests/_target.ts).
+const {
   LeaseLostError,
   MemorySessionStore,
   PostgresSessionStore,
   restoreSession,
-  type SessionStore,
   SessionWorker,
-  type StoredEvent,
   StoreHook,
-} from "./mod.ts";
-import { MockOpenAIServer } from "../testing/mod.ts";
-import { removeDir, tempWorkspace } from "../tests/_util.ts";
-import { actThenAnswer, makeEngine } from "../tests/_store_engine.ts";
-import { startPostgres, uniquePrefix } from "../tests/_postgres.ts";
+} = target;
+const { MockOpenAIServer } = testing;
 
 const pg = await startPostgres();
 after(() => {
@@ -27,7 +30,7 @@ afterEach(async () => {
 
 const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function setup(): Promise<{ server: MockOpenAIServer; ws: string }> {
+async function setup(): Promise<{ server: MockServer; ws: string }> {
   const server = await new MockOpenAIServer({ turns: actThenAnswer }).start();
   const ws = tempWorkspace();
   cleanups.push(() => server.close(), () => removeDir(ws));
@@ -113,6 +116,12 @@ for (const [label, makeStore, skip] of stores) {
     await store.create("s1");
     // Process A: runs the turn until the tool starts, then "dies" (no heartbeat, lease lapses).
     const lease = (await store.acquire("s1", { ownerId: "A", ttlMs: 200 }))!;
+    // A heartbeats until it "dies" (a slow first turn must not lose the lease early).
+    const beat = setInterval(
+      () => store.heartbeat({ ownerId: "A", ttlMs: 200 }).catch(() => {}),
+      40,
+    );
+    cleanups.push(() => clearInterval(beat));
     const engineA = makeEngine({
       baseURL: server.baseURL,
       workspace: ws,
@@ -128,7 +137,8 @@ for (const [label, makeStore, skip] of stores) {
       for await (const _ of engineA.run("go")) { /* drain */ }
     })();
     await until(() => runs === 1, "the tool to start");
-    await wait(300); // the lease lapses
+    clearInterval(beat); // A dies
+    await wait(300); // its lease lapses
     // Process B: a worker claims the session and finishes the turn without re-running the tool.
     const worker = new SessionWorker(store, {
       pollMs: 20,
@@ -160,6 +170,12 @@ for (const [label, makeStore, skip] of stores) {
     cleanups.push(() => unblock());
     await store.create("s1");
     const lease = (await store.acquire("s1", { ownerId: "A", ttlMs: 200 }))!;
+    // A heartbeats until it "dies" (a slow first turn must not lose the lease early).
+    const beat = setInterval(
+      () => store.heartbeat({ ownerId: "A", ttlMs: 200 }).catch(() => {}),
+      40,
+    );
+    cleanups.push(() => clearInterval(beat));
     const engineA = makeEngine({
       baseURL: server.baseURL,
       workspace: ws,
@@ -175,7 +191,8 @@ for (const [label, makeStore, skip] of stores) {
       for await (const _ of engineA.run("go")) { /* drain */ }
     })();
     await until(() => keys.length === 1, "the tool to start");
-    await wait(300);
+    clearInterval(beat); // A dies
+    await wait(300); // its lease lapses
     const worker = new SessionWorker(store, {
       pollMs: 20,
       createEngine: ({ messages }) =>

@@ -62,8 +62,13 @@ export class StoreHook implements EngineHook {
   /** The lease every write is made under. */
   readonly lease: Lease;
   #ops: Op[] = [];
-  #delta: { kind: string; reqId: unknown; data: Record<string, unknown>; text: string } | null =
-    null;
+  #delta: {
+    kind: string;
+    reqId: unknown;
+    data: Record<string, unknown>;
+    text: string;
+    seq: unknown;
+  } | null = null;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #chain: Promise<void> = Promise.resolve();
   #scheduled = false;
@@ -144,6 +149,7 @@ export class StoreHook implements EngineHook {
       permissionMode: engine.permissions.mode,
       allowTools: engine.permissions.sessionAllowedTools(),
       allowCommands: engine.permissions.sessionAllowedCommands(),
+      eventSeq: engine.eventSeq,
     }));
   }
 
@@ -154,6 +160,9 @@ export class StoreHook implements EngineHook {
       const d = this.#delta;
       if (d && d.kind === type && d.reqId === data.reqId) {
         d.text += typeof data.text === "string" ? data.text : "";
+        // The stored event carries the `seq` of its last part, so the log knows the engine's
+        // numbering got that far (restoreSession continues after it).
+        d.seq = data.seq;
       } else {
         this.#flushDelta();
         this.#delta = {
@@ -161,6 +170,7 @@ export class StoreHook implements EngineHook {
           reqId: data.reqId,
           data,
           text: typeof data.text === "string" ? data.text : "",
+          seq: data.seq,
         };
       }
       this.#timer ??= setTimeout(() => {
@@ -215,7 +225,9 @@ export class StoreHook implements EngineHook {
     this.#delta = null;
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = undefined;
-    this.#ops.push({ event: { kind: d.kind, payload: { ...d.data, text: d.text } } });
+    const payload: Record<string, unknown> = { ...d.data, text: d.text };
+    if (d.seq !== undefined) payload.seq = d.seq;
+    this.#ops.push({ event: { kind: d.kind, payload } });
   }
 
   #kick(): void {
@@ -285,6 +297,12 @@ export interface RestoredSession {
    * a `turn_end`.
    */
   answeredWithoutEnd: boolean;
+  /**
+   * True when a `cancel` was taken while the last turn ran and that turn never recorded its
+   * `turn_end` (the process stopped in between): the turn is to be ended as interrupted, not
+   * resumed.
+   */
+  cancelled: boolean;
 }
 
 /**
@@ -292,7 +310,9 @@ export interface RestoredSession {
  * replayed onto it (user message, model reply, tool results). A tool call that started but did
  * not finish gets a synthetic "interrupted, not re-run" result unless it is idempotent (then it
  * stays pending and `engine.resume()` runs it again with the same idempotency key); calls that
- * never started stay pending for `resume()` to evaluate.
+ * never started stay pending for `resume()` to evaluate. `state.eventSeq` is raised to the
+ * highest event `data.seq` stored, so an engine given the state through
+ * `FileLogHook.applyState` numbers its events after them (DESIGN §3).
  *
  * @param loaded What `store.load()` returned.
  */
@@ -306,13 +326,20 @@ export function restoreSession(
   const turnTasks = new Set<string>();
   const inputs: InboxItem[] = [];
   let retriable = false;
+  // A checkpoint taken mid-turn leaves its last message without a turn-end mark.
+  let turnOpen = messages.length > 0 && !messages.at(-1)!.turnEnd;
+  let cancelled = false;
+  // Event numbering goes on after the last event the engine emitted (DESIGN §3).
+  let eventSeq = seqOf(state.eventSeq);
   for (const e of loaded.events) {
     const d = e.payload;
+    eventSeq = Math.max(eventSeq, seqOf(d.seq));
     switch (e.kind) {
       case "turn_start":
         if (typeof d.taskId === "string") turnTasks.add(d.taskId);
         if (d.kind === undefined) messages.push({ role: "user", content: String(d.input ?? "") });
         retriable = false;
+        turnOpen = true;
         break;
       case "assistant_message": {
         const calls = (d.toolCallsFull ?? []) as ToolCall[];
@@ -355,6 +382,8 @@ export function restoreSession(
       case "turn_end": {
         const last = messages.at(-1);
         if (last) last.turnEnd = { status: d.status, retriable };
+        turnOpen = false;
+        cancelled = false;
         break;
       }
       case "inbox":
@@ -366,6 +395,10 @@ export function restoreSession(
             idemKey: String(d.idemKey ?? ""),
             at: e.at,
           });
+        } else if (d.kind === "cancel") {
+          // A cancel drops the inputs queued before it and ends the turn that was running.
+          inputs.length = 0;
+          if (turnOpen) cancelled = true;
         }
         break;
     }
@@ -389,10 +422,16 @@ export function restoreSession(
       recovered: true,
     });
   }
+  if (eventSeq > 0) state.eventSeq = eventSeq;
   const cursor = Number(state.inboxCursor ?? 0);
   const pendingInputs = inputs.filter((i) => i.id > cursor && !turnTasks.has(`in_${i.id}`));
   const last = messages.at(-1);
   const answeredWithoutEnd = !!last && last.role === "assistant" && !last.turnEnd &&
     !(last.tool_calls?.length);
-  return { messages, state, pendingInputs, interrupted, answeredWithoutEnd };
+  return { messages, state, pendingInputs, interrupted, answeredWithoutEnd, cancelled };
+}
+
+/** A stored event `seq` as a number; 0 when missing or not a non-negative safe integer. */
+function seqOf(value: unknown): number {
+  return typeof value === "number" && Number.isSafeInteger(value) && value > 0 ? value : 0;
 }

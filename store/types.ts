@@ -258,6 +258,11 @@ export interface SessionStore {
   append(lease: Lease, events: NewEvent[]): Promise<AppendResult>;
   /** Takes the inbox (fenced), recording each item as an `inbox` event in the same write. */
   takeInbox(lease: Lease): Promise<InboxItem[]>;
+  /**
+   * The inbox items not yet taken, in order, without taking them (any process; `[]` for an
+   * unknown session). A worker running a turn uses it to notice a `cancel`.
+   */
+  peekInbox(sessionId: string): Promise<InboxItem[]>;
   /** Stores a checkpoint (fenced); `seq` must not be ahead of the log. */
   putCheckpoint(lease: Lease, checkpoint: Checkpoint): Promise<void>;
   /** Opens an approval request (fenced) with an `approval.requested` event in the same write. */

@@ -7,13 +7,10 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import {
-  CHECKPOINT_SCHEMA_VERSION,
-  type Lease,
-  LeaseLostError,
-  type SessionStore,
-  type StoredEvent,
-} from "../store/mod.ts";
+import type { Lease, SessionStore, StoredEvent } from "../store/mod.ts";
+import { store as target } from "./_target.ts";
+
+const { CHECKPOINT_SCHEMA_VERSION, LeaseLostError } = target;
 
 /** Makes a fresh, empty store for one test; `close` is called after it. */
 export type StoreFactory = () => Promise<SessionStore>;
@@ -222,6 +219,24 @@ export function storeConformance(name: string, make: StoreFactory, skip?: string
     const events = await store.read("s1", 0);
     assert.deepEqual(events.map((e) => e.kind), ["inbox"]);
     assert.equal(await store.submit("s1", item), "duplicate", "still a duplicate once taken");
+  });
+
+  t("peekInbox lists the untaken items in order without taking them", async (store) => {
+    await store.create("s1");
+    assert.deepEqual(await store.peekInbox("s1"), []);
+    assert.deepEqual(await store.peekInbox("nope"), []);
+    await store.submit("s1", { kind: "user_input", payload: { text: "a" }, idemKey: "m1" });
+    await store.submit("s1", { kind: "cancel", payload: {}, idemKey: "c1" });
+    const peeked = await store.peekInbox("s1");
+    assert.deepEqual(peeked.map((i) => [i.id, i.kind, i.idemKey]), [
+      [1, "user_input", "m1"],
+      [2, "cancel", "c1"],
+    ]);
+    assert.deepEqual(await store.peekInbox("s1"), peeked, "peeking takes nothing");
+    assert.deepEqual(await store.read("s1", 0), [], "peeking records nothing");
+    const [lease] = await store.claimRunnable({ ownerId: "w1" });
+    assert.deepEqual((await store.takeInbox(lease)).map((i) => i.id), [1, 2]);
+    assert.deepEqual(await store.peekInbox("s1"), []);
   });
 
   t("an expired running lease is claimed by another worker", async (store) => {

@@ -1,19 +1,14 @@
 /**
  * Test helper for store/worker tests: an engine against a MockOpenAIServer with scripted tools,
- * and a script where each session calls one tool and then answers (issue 11).
+ * and a script where each session calls one tool and then answers (issue 11). The engine comes
+ * from the code under test (tests/_target.ts: the source tree or the npm build).
  *
  * @module
  */
-import {
-  Mode,
-  OpenAIProvider,
-  PermissionEngine,
-  RiskClass,
-  ToolRegistry,
-  TurnEngine,
-} from "../mod.ts";
+import type { TurnEngine } from "../mod.ts";
 import type { Message } from "../providers/mod.ts";
 import type { RecordedRequest, ScriptedTurn } from "../testing/mod.ts";
+import { core } from "./_target.ts";
 
 /** Options of {@link makeEngine}. */
 export interface TestEngineOptions {
@@ -33,7 +28,7 @@ export interface TestEngineOptions {
 
 /** A TurnEngine with one tool, `act` (EXEC-class: side-effecting unless declared otherwise). */
 export function makeEngine(o: TestEngineOptions): TurnEngine {
-  const registry = new ToolRegistry();
+  const registry = new core.ToolRegistry();
   registry.register(
     (args, ctx) => o.act(args, ctx),
     {
@@ -41,7 +36,7 @@ export function makeEngine(o: TestEngineOptions): TurnEngine {
       riskLevel: "high",
       capabilities: [],
       requiresApproval: o.approval ?? false,
-      riskClass: RiskClass.EXEC,
+      riskClass: core.RiskClass.EXEC,
       ...(o.idempotent !== undefined ? { idempotent: o.idempotent } : {}),
     },
     {
@@ -49,17 +44,17 @@ export function makeEngine(o: TestEngineOptions): TurnEngine {
       function: { name: "act", parameters: { type: "object", properties: {} } },
     },
   );
-  return new TurnEngine({
-    provider: new OpenAIProvider({
+  return new core.TurnEngine({
+    provider: new core.OpenAIProvider({
       apiKey: "test",
       baseURL: o.baseURL,
       apiMode: "chat",
       maxRetries: 0,
     }),
     registry,
-    permissions: new PermissionEngine({
+    permissions: new core.PermissionEngine({
       workspaceRoot: o.workspace,
-      mode: o.approval ? Mode.INTERACTIVE : Mode.AUTO,
+      mode: o.approval ? core.Mode.INTERACTIVE : core.Mode.AUTO,
     }),
     model: "test-model",
     instructions: "test",

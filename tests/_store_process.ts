@@ -5,13 +5,15 @@
  * - `tail`: prints every event of session `SESSION` as a JSON line until `turn_end`;
  * - `setup`: runs `setup()` and prints `ok`.
  * Env: DATABASE_URL, PREFIX, MOCK_URL, WS, TTL_MS, APPROVAL (1 = `act` needs approval),
- * HOLD_MS, SESSION.
+ * HOLD_MS, SESSION; ZQAGENT_TEST_PACKAGE_DIR selects the code under test (tests/_target.ts).
  *
  * @module
  */
 import process from "node:process";
-import { PostgresSessionStore, SessionWorker } from "../store/mod.ts";
+import { store as target } from "./_target.ts";
 import { makeEngine } from "./_store_engine.ts";
+
+const { PostgresSessionStore, SessionWorker } = target;
 
 const env = process.env;
 const prefix = env.PREFIX!;

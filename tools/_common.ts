@@ -6,16 +6,48 @@
 import os from "node:os";
 import path from "node:path";
 import { writeFileAtomic as writeAtomic } from "../_internal/atomic_write.ts";
+import { pathFromFileUrl, urlScheme } from "../permissions/path_guard.ts";
+
+/** Options of {@link resolveToolPath}. */
+export interface ToolPathOptions {
+  /** The argument's name in messages (default `"path"`). */
+  what?: string;
+  /** What the tool was doing, for messages: `"write"` gives "Cannot write …" (default `"use"`). */
+  verb?: string;
+}
 
 /**
  * Resolves a tool's `path` argument against the workspace with `node:path` (so `..` segments are
- * collapsed before anyone looks at the result). `~` and `~/x` expand to the home folder.
+ * collapsed before anyone looks at the result). A `file:` URL becomes its path
+ * (`pathFromFileUrl`, as the permission engine converts it); `~` and `~/x` expand to the home
+ * folder.
+ *
+ * @param options The argument's name, or {@link ToolPathOptions}.
+ * @throws {Error} For a non-string, a NUL, another URL (`http://…`: "Cannot write X: path must
+ *   be a file path, not a URL") or a `file:` URL of another host.
  */
-export function resolveToolPath(workspace: string, raw: unknown, what = "path"): string {
+export function resolveToolPath(
+  workspace: string,
+  raw: unknown,
+  options: string | ToolPathOptions = "path",
+): string {
+  const { what = "path", verb = "use" } = typeof options === "string" ? { what: options } : options;
   if (raw === undefined || raw === null || raw === "") return path.resolve(workspace);
   if (typeof raw !== "string") throw new Error(`Cannot use ${what}: expected a string`);
   if (raw.includes("\0")) throw new Error(`Cannot use ${what}: it contains a NUL character`);
-  let p = raw;
+  const scheme = urlScheme(raw);
+  if (scheme !== undefined && scheme !== "file") {
+    throw new Error(`Cannot ${verb} ${raw}: ${what} must be a file path, not a URL`);
+  }
+  let p: string;
+  try {
+    p = pathFromFileUrl(raw);
+  } catch (err) {
+    throw new Error(
+      `Cannot ${verb} ${raw}: ${what} must be a file path or a file URL of this machine`,
+      { cause: err },
+    );
+  }
   if (p === "~") p = os.homedir();
   else if (p.startsWith("~/")) p = path.join(os.homedir(), p.slice(2));
   return path.resolve(workspace, p);

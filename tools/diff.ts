@@ -43,6 +43,7 @@ import {
 import { ConflictGuard } from "./conflict_guard.ts";
 import { RiskClass, type ToolContext, type ToolMetadata, type ToolRegistry } from "./registry.ts";
 import { displayPath, stringArg, writeFileAtomic } from "./_common.ts";
+import { formatOverLimit } from "../_internal/size.ts";
 import {
   applyChunks,
   joinText,
@@ -166,11 +167,8 @@ class Changeset {
       const st = await stat(abs);
       if (st.isDirectory()) this.fail(`${shown} is a directory`);
       if (st.size > this.maxBytes) {
-        this.fail(
-          `${shown} is ${(st.size / MIB).toFixed(1)} MiB, over the ${
-            (this.maxBytes / MIB).toFixed(1)
-          } MiB limit`,
-        );
+        const over = formatOverLimit(st.size, this.maxBytes);
+        this.fail(`${shown} is ${over.size}, over the ${over.limit} limit`);
       }
       mode = st.mode;
       original = await readFile(abs);

@@ -179,7 +179,14 @@ test("the default cap is 30 iterations, then one final turn without tools", asyn
     [exploreCall],
     (n) =>
       n < 30
-        ? { toolCalls: [{ id: `l${n}`, name: "list_files", arguments: { path: "." } }] }
+        // Distinct arguments: 30 identical calls would be stopped by loop detection first.
+        ? {
+          toolCalls: [{
+            id: `l${n}`,
+            name: "list_files",
+            arguments: { path: ".", max_entries: 500 + n },
+          }],
+        }
         : { text: "REPORT: final after the cap" },
   );
   const engine = parentEngine(server, ws);

@@ -1,8 +1,9 @@
 /**
  * File tools (manual §7.1, §7.3): `read_file`, `list_files`, `write_file`, `replace_in_file`.
  *
- * Paths are workspace-relative or absolute and resolved with `node:path`; the permission engine
- * decides what is allowed, so these tools do not re-check it. Writes are atomic (temp file +
+ * Paths are workspace-relative or absolute (or `file:` URLs, converted to their path the same
+ * way the permission engine converts them; other URLs are refused) and resolved with
+ * `node:path`; the permission engine decides what is allowed, so these tools do not re-check it. Writes are atomic (temp file +
  * rename) and keep a file's UTF-8 BOM and CRLF line endings. `replace_in_file` follows the
  * research notes on edit tools (exact match first; a tolerant match only when it is unique;
  * ambiguity fails; the result names the strategy that matched). A {@link ConflictGuard} remembers
@@ -25,6 +26,7 @@ import type { Stats } from "node:fs";
 import { mkdir, open, readdir, readFile, realpath, stat } from "node:fs/promises";
 import path from "node:path";
 import { isProtectedPath } from "../permissions/path_guard.ts";
+import { formatOverLimit } from "../_internal/size.ts";
 import { RiskClass, type ToolMetadata, type ToolRegistry } from "./registry.ts";
 import { ConflictGuard } from "./conflict_guard.ts";
 import {
@@ -76,8 +78,10 @@ const WRITE_META: ToolMetadata = {
   riskClass: RiskClass.WRITE,
 };
 
-function formatMiB(bytes: number): string {
-  return `${(bytes / MIB).toFixed(1)} MiB`;
+/** "file is X, over the Y" — exact bytes when rounding would make X and Y read the same. */
+function overLimit(size: number, limit: number): string {
+  const shown = formatOverLimit(size, limit);
+  return `file is ${shown.size}, over the ${shown.limit}`;
 }
 
 async function statOrNull(p: string): Promise<Stats | null> {
@@ -122,9 +126,7 @@ async function readTextForEdit(
   if (st.isDirectory()) throw new Error(`Cannot run ${tool} on ${shown}: it is a directory`);
   if (st.size > maxBytes) {
     throw new Error(
-      `Cannot run ${tool} on ${shown}: file is ${formatMiB(st.size)}, over the ${
-        formatMiB(maxBytes)
-      } limit`,
+      `Cannot run ${tool} on ${shown}: ${overLimit(st.size, maxBytes)} limit`,
     );
   }
   const bytes = await readFile(abs);
@@ -141,7 +143,7 @@ async function readFileTool(
   options: FileToolsOptions,
   guard: ConflictGuard,
 ): Promise<string> {
-  const abs = resolveToolPath(workspace, stringArg(args, "path", "read_file"));
+  const abs = resolveToolPath(workspace, stringArg(args, "path", "read_file"), { verb: "read" });
   const shown = displayPath(workspace, abs);
   const offset = intArg(args, "offset", 1, 1, Number.MAX_SAFE_INTEGER);
   const limit = intArg(args, "limit", DEFAULT_LIMIT_LINES, 1, 100_000);
@@ -153,9 +155,8 @@ async function readFileTool(
   if (st.isDirectory()) throw new Error(`Cannot read ${shown}: it is a directory; use list_files`);
   if (st.size > maxBytes) {
     throw new Error(
-      `Cannot read ${shown}: file is ${formatMiB(st.size)}, over the ${
-        formatMiB(maxBytes)
-      } read limit; use grep to find the part you need`,
+      `Cannot read ${shown}: ${overLimit(st.size, maxBytes)} read limit; use grep to find ` +
+        "the part you need",
     );
   }
   // Sniff the first bytes before reading everything.
@@ -211,7 +212,7 @@ async function readFileTool(
 // list_files
 
 async function listFilesTool(workspace: string, args: Record<string, unknown>): Promise<string> {
-  const abs = resolveToolPath(workspace, args.path);
+  const abs = resolveToolPath(workspace, args.path, { verb: "list" });
   const shown = displayPath(workspace, abs);
   const recursive = boolArg(args, "recursive", false);
   const maxEntries = intArg(args, "max_entries", 500, 1, 5000);
@@ -283,7 +284,7 @@ async function writeFileTool(
   args: Record<string, unknown>,
   guard: ConflictGuard,
 ): Promise<string> {
-  let abs = resolveToolPath(workspace, stringArg(args, "path", "write_file"));
+  let abs = resolveToolPath(workspace, stringArg(args, "path", "write_file"), { verb: "write" });
   const shown = displayPath(workspace, abs);
   refuseProtected(workspace, abs, shown, "write");
   let content = stringArg(args, "content", "write_file");
@@ -369,7 +370,7 @@ async function replaceInFileTool(
   guard: ConflictGuard,
 ): Promise<string> {
   const tool = "replace_in_file";
-  let abs = resolveToolPath(workspace, stringArg(args, "path", tool));
+  let abs = resolveToolPath(workspace, stringArg(args, "path", tool), { verb: "edit" });
   const shown = displayPath(workspace, abs);
   refuseProtected(workspace, abs, shown, "edit");
   const oldText = stringArg(args, "old_text", tool);

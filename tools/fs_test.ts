@@ -13,8 +13,10 @@ import {
 } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { pathToFileURL } from "node:url";
 import { RiskClass, ToolRegistry } from "./registry.ts";
 import { registerFileTools, registerReadOnlyFileTools } from "./fs.ts";
+import { Mode, PermissionEngine } from "../permissions/mod.ts";
 
 interface Ws {
   dir: string;
@@ -93,6 +95,35 @@ test("read_file refuses a file over the size limit", async () => {
     await assert.rejects(
       Promise.resolve(registry.get("read_file")!.func({ path: "big.txt" })),
       /Cannot read big\.txt: file is .* over the .* read limit/,
+    );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("a file one byte over the size limit is reported in exact bytes", async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "zq-fs-"));
+  try {
+    const registry = new ToolRegistry();
+    const limit = 10 * 1024 * 1024;
+    registerFileTools(registry, dir, { maxReadBytes: limit, maxEditBytes: limit });
+    writeFileSync(path.join(dir, "big.txt"), "x".repeat(limit + 1));
+    await assert.rejects(
+      Promise.resolve(registry.get("read_file")!.func({ path: "big.txt" })),
+      {
+        message: "Cannot read big.txt: file is 10485761 bytes, over the 10485760-byte (10 MiB) " +
+          "read limit; use grep to find the part you need",
+      },
+    );
+    await assert.rejects(
+      Promise.resolve(
+        registry.get("replace_in_file")!.func({ path: "big.txt", old_text: "x", new_text: "y" }),
+      ),
+      {
+        message:
+          "Cannot run replace_in_file on big.txt: file is 10485761 bytes, over the 10485760-byte " +
+          "(10 MiB) limit",
+      },
     );
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -289,4 +320,76 @@ test("write_file and replace_in_file refuse git hooks and git config", async () 
     assert.equal(readFileSync(path.join(ws.dir, ".git", "config"), "utf8"), "[core]\n");
     assert.equal(existsSync(path.join(ws.dir, "nested")), false);
   });
+});
+
+test("write_file and read_file accept a file:// URL and touch the path it names", () =>
+  inWs(async (ws) => {
+    const url = pathToFileURL(path.join(ws.dir, "sub dir", "x.txt")).href;
+    assert.match(url, /%20/);
+    assert.match(
+      await ws.call("write_file", { path: url, content: "hi\n" }),
+      /Created sub dir\/x\.txt/,
+    );
+    assert.equal(readFileSync(path.join(ws.dir, "sub dir", "x.txt"), "utf8"), "hi\n");
+    assert.deepEqual(readdirSync(ws.dir), ["sub dir"], "no literal file: folder");
+    assert.equal(await ws.call("read_file", { path: url }), "     1\thi");
+    assert.equal(
+      await ws.call("read_file", { path: `file:${path.join(ws.dir, "sub dir", "x.txt")}` }),
+      "     1\thi",
+    );
+    await ws.call("replace_in_file", { path: url, old_text: "hi", new_text: "ho" });
+    assert.equal(readFileSync(path.join(ws.dir, "sub dir", "x.txt"), "utf8"), "ho\n");
+    assert.match(await ws.call("list_files", { path: pathToFileURL(ws.dir).href }), /sub dir\//);
+  }));
+
+test("the file tools refuse other URLs with a clear error and create nothing", () =>
+  inWs(async (ws) => {
+    await assert.rejects(
+      ws.call("write_file", { path: "http://example.com/x.txt", content: "x" }),
+      { message: "Cannot write http://example.com/x.txt: path must be a file path, not a URL" },
+    );
+    await assert.rejects(
+      ws.call("read_file", { path: "https://example.com/x.txt" }),
+      { message: "Cannot read https://example.com/x.txt: path must be a file path, not a URL" },
+    );
+    await assert.rejects(
+      ws.call("write_file", { path: "file://evil.example/x.txt", content: "x" }),
+      /Cannot write file:\/\/evil\.example\/x\.txt: path must be a file path or a file URL of this machine/,
+    );
+    assert.deepEqual(readdirSync(ws.dir), []);
+  }));
+
+test("the permission engine judges a file:// URL as the path the tool will write", () => {
+  const ws = workspace();
+  const outside = mkdtempSync(path.join(os.tmpdir(), "zq-fs-out-"));
+  try {
+    const registry = new ToolRegistry();
+    registerFileTools(registry, ws.dir);
+    const write = registry.get("write_file")!.metadata;
+    const read = registry.get("read_file")!.metadata;
+    const p = new PermissionEngine({ workspaceRoot: ws.dir, mode: Mode.AUTO });
+    const verdict = (d: { allowed: boolean; needsUser: boolean }) =>
+      d.allowed ? "allow" : d.needsUser ? "ask" : "deny";
+    const outFile = path.join(outside, "x.txt");
+    for (const target of [outFile, pathToFileURL(outFile).href]) {
+      assert.equal(verdict(p.evaluate("write_file", { path: target }, write)), "deny", target);
+    }
+    const inFile = path.join(ws.dir, "x.txt");
+    for (const target of [inFile, pathToFileURL(inFile).href]) {
+      assert.equal(verdict(p.evaluate("write_file", { path: target }, write)), "allow", target);
+    }
+    const interactive = new PermissionEngine({ workspaceRoot: ws.dir, mode: Mode.INTERACTIVE });
+    assert.equal(
+      verdict(interactive.evaluate("read_file", { path: pathToFileURL(outFile).href }, read)),
+      "ask",
+      "a read outside through a URL is not auto-allowed",
+    );
+    assert.equal(
+      verdict(interactive.evaluate("read_file", { path: pathToFileURL(inFile).href }, read)),
+      "allow",
+    );
+  } finally {
+    rmSync(outside, { recursive: true, force: true });
+    ws.dispose();
+  }
 });

@@ -27,6 +27,8 @@ import { readFile, realpath, stat } from "node:fs/promises";
 import path from "node:path";
 import { Buffer } from "node:buffer";
 import { envAll } from "../_internal/env.ts";
+import { formatBytes, formatOverLimit } from "../_internal/size.ts";
+import { urlScheme } from "../permissions/path_guard.ts";
 import { createSocksFetch, type FetchLike } from "../_internal/socks_fetch.ts";
 import { RiskClass, type ToolAttachment, type ToolContext, type ToolRegistry } from "./registry.ts";
 import { abortError, displayPath, resolveToolPath } from "./_common.ts";
@@ -87,8 +89,16 @@ async function sniff(bytes: Uint8Array): Promise<string | undefined> {
   return (await (await fileTypeLib)(bytes))?.mime;
 }
 
-function mib(bytes: number): string {
-  return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
+/** "X exceeds the 10 MiB limit", exact when rounding would hide the difference. */
+function tooLarge(size: number): string {
+  const shown = formatOverLimit(size, MEDIA_MAX_BYTES);
+  return `${shown.size} exceeds the ${shown.limit} limit`;
+}
+
+/** "it would take this request's media to X, over the 10 MiB limit". */
+function overTotal(total: number): string {
+  const shown = formatOverLimit(total, MEDIA_MAX_BYTES);
+  return `it would take this request's media to ${shown.size}, over the ${shown.limit} limit`;
 }
 
 function isInside(root: string, target: string): boolean {
@@ -119,7 +129,7 @@ async function loadFile(
   room: number,
   ctx: ToolContext | undefined,
 ): Promise<Loaded> {
-  const abs = resolveToolPath(workspace, raw);
+  const abs = resolveToolPath(workspace, raw, { verb: "attach" });
   const shown = displayPath(workspace, abs);
   const st = await stat(abs).catch(() => null);
   if (!st) throw new Error(`Cannot attach ${shown}: no such file`);
@@ -133,13 +143,9 @@ async function loadFile(
         "request_directory first)",
     );
   }
-  if (st.size > MEDIA_MAX_BYTES) {
-    throw new Error(`Cannot attach ${shown}: ${mib(st.size)} exceeds the 10 MiB limit`);
-  }
+  if (st.size > MEDIA_MAX_BYTES) throw new Error(`Cannot attach ${shown}: ${tooLarge(st.size)}`);
   if (st.size > room) {
-    throw new Error(
-      `Cannot attach ${shown}: ${mib(st.size)} would take this request's media over 10 MiB`,
-    );
+    throw new Error(`Cannot attach ${shown}: ${overTotal(MEDIA_MAX_BYTES - room + st.size)}`);
   }
   return { name: path.basename(abs), bytes: await readFile(abs), source: shown };
 }
@@ -171,14 +177,15 @@ async function loadUrl(
     const length = Number(res.headers.get("content-length") ?? NaN);
     if (length > MEDIA_MAX_BYTES) {
       await res.body?.cancel().catch(() => {});
-      throw new Error(`Cannot attach ${url.href}: ${mib(length)} exceeds the 10 MiB limit`);
+      throw new Error(`Cannot attach ${url.href}: ${tooLarge(length)}`);
     }
     const { bytes, cut } = await readCapped(res, Math.min(room, MEDIA_MAX_BYTES) + 1);
     if (cut || bytes.byteLength > room) {
       throw new Error(
         bytes.byteLength > MEDIA_MAX_BYTES || room >= MEDIA_MAX_BYTES
-          ? `Cannot attach ${url.href}: it exceeds the 10 MiB limit`
-          : `Cannot attach ${url.href}: it would take this request's media over 10 MiB`,
+          ? `Cannot attach ${url.href}: it exceeds the ${formatBytes(MEDIA_MAX_BYTES)} limit`
+          : `Cannot attach ${url.href}: it would take this request's media over the ` +
+            `${formatBytes(MEDIA_MAX_BYTES)} limit`,
       );
     }
     const name = decodeURIComponent(url.pathname.split("/").pop() || url.hostname);
@@ -214,8 +221,10 @@ async function media(
   args: Record<string, unknown>,
   ctx: ToolContext | undefined,
 ): Promise<string> {
-  const p = typeof args.path === "string" && args.path.trim() !== "" ? args.path.trim() : "";
-  const u = typeof args.url === "string" && args.url.trim() !== "" ? args.url.trim() : "";
+  let p = typeof args.path === "string" && args.path.trim() !== "" ? args.path.trim() : "";
+  let u = typeof args.url === "string" && args.url.trim() !== "" ? args.url.trim() : "";
+  // A file: URL names a local file: it takes the path route (workspace and grants checked).
+  if (!p && urlScheme(u) === "file") [p, u] = [u, ""];
   if (!p && !u) throw new Error("Cannot attach media: give path (a workspace file) or url");
   if (p && u) throw new Error("Cannot attach media: give either path or url, not both");
   const queue = ctx?.attachments;

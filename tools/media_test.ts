@@ -5,6 +5,7 @@ import path from "node:path";
 import { createServer, type Server } from "node:http";
 import type { Socket } from "node:net";
 import { Buffer } from "node:buffer";
+import { pathToFileURL } from "node:url";
 import {
   EventType,
   Mode,
@@ -188,7 +189,11 @@ test("a file over 10 MiB is refused, on disk or by URL", async () => {
   registerMediaTool(registry, ws, { env: {} });
   await assert.rejects(
     Promise.resolve(registry.get("media")!.func({ path: "huge.png" }, { attachments: [] })),
-    /huge\.png: 10\.0 MiB exceeds the 10 MiB limit/,
+    {
+      message: `Cannot attach huge.png: ${
+        MEDIA_MAX_BYTES + PNG.byteLength
+      } bytes exceeds the 10485760-byte (10 MiB) limit`,
+    },
   );
   await assert.rejects(direct({ url: `${base}/big.png` }), /exceeds the 10 MiB limit/);
 });
@@ -207,7 +212,11 @@ test("a fifth file, or more than 10 MiB in total, is refused for one request", a
   );
   await assert.rejects(
     direct({ path: "dot.png" }, [fake(MEDIA_MAX_BYTES - 10)]),
-    /would take this request's media over 10 MiB/,
+    {
+      message: `Cannot attach dot.png: it would take this request's media to ${
+        MEDIA_MAX_BYTES - 10 + PNG.byteLength
+      } bytes, over the 10485760-byte (10 MiB) limit`,
+    },
   );
 });
 
@@ -215,12 +224,34 @@ test("bad arguments, missing files, other schemes and outside paths are refused 
   await assert.rejects(direct({}), /give path \(a workspace file\) or url/);
   await assert.rejects(direct({ path: "a.png", url: `${base}/x` }), /either path or url/);
   await assert.rejects(direct({ path: "nope.png" }), /nope\.png: no such file/);
-  await assert.rejects(direct({ url: "file:///etc/hostname" }), /only http and https URLs/);
+  await assert.rejects(direct({ url: "ftp://example.com/a.png" }), /only http and https URLs/);
+  await assert.rejects(
+    direct({ path: "https://example.com/a.png" }),
+    /Cannot attach https:\/\/example\.com\/a\.png: path must be a file path, not a URL/,
+  );
   await assert.rejects(direct({ url: `${base}/missing.png` }), /HTTP 404/);
   const other = tempWorkspace();
   cleanups.push(() => removeDir(other));
   fs.writeFileSync(path.join(other, "o.png"), PNG);
   await assert.rejects(direct({ path: path.join(other, "o.png") }), /outside the workspace/);
+  await assert.rejects(
+    direct({ url: pathToFileURL(path.join(other, "o.png")).href }),
+    /outside the workspace/,
+  );
+});
+
+test("a file:// URL, as path or as url, attaches the workspace file it names", async () => {
+  const ws = workspace();
+  const registry = new ToolRegistry();
+  registerMediaTool(registry, ws, { env: {} });
+  const href = pathToFileURL(path.join(ws, "dot.png")).href;
+  const queue: ToolAttachment[] = [];
+  await registry.get("media")!.func({ path: href }, { attachments: queue });
+  await registry.get("media")!.func({ url: href }, { attachments: queue });
+  assert.deepEqual(queue.map((a) => [a.name, a.mimeType, a.size]), [
+    ["dot.png", "image/png", PNG.byteLength],
+    ["dot.png", "image/png", PNG.byteLength],
+  ]);
 });
 
 test("without an engine queue the tool says it cannot attach", async () => {

@@ -21,14 +21,16 @@
  * | --- | --- | --- |
  * | GET | `/sessions` | the tenant's sessions and their status |
  * | POST | `/sessions` | new session → `{id}` (201) |
- * | GET | `/sessions/:id` | status, history, pending approvals, `lastSeq` |
+ * | GET | `/sessions/:id` | status, history, pending approvals, `lastSeq`, `mode: "cluster"` |
  * | POST | `/sessions/:id/messages` | `{text}` → 202 `{status: "queued" \| "duplicate"}`; header `Idempotency-Key` makes a retry safe |
  * | GET | `/sessions/:id/events` | SSE of the session's events after `Last-Event-ID` (or `?after=N`, default 0), kept open |
  * | POST | `/sessions/:id/approvals/:reqId` | `{outcome}`; 409 when it was already answered |
+ * | POST | `/sessions/:id/interrupt` | → 202 `{status}`: a `cancel` in the inbox; the worker running the turn interrupts it (tool processes killed, open approvals closed), inputs sent before it are dropped; `Idempotency-Key` as for messages |
  *
- * Not in this mode: interrupting a running turn, per-turn VCS snapshots, per-tenant MCP servers
- * and the browser page (it speaks the single-process routes). Workers on several machines need
- * the tenants' workspaces (`DATA_DIR`) on shared storage.
+ * The browser page at `/` speaks both modes (it reads `mode` from `GET /sessions/:id`).
+ *
+ * Not in this mode: per-turn VCS snapshots and per-tenant MCP servers. Workers on several
+ * machines need the tenants' workspaces (`DATA_DIR`) on shared storage.
  *
  * The npm `pg` driver (the one `PostgresSessionStore` uses) is loaded only in this mode, by
  * {@link openClusterStore}.
@@ -246,6 +248,15 @@ export interface ClusterFrontEndOptions extends ServerConfig {
 
 const SESSION_ID_RE = /^s-[a-f0-9]{16}$/;
 const IDEM_KEY_RE = /^[\x21-\x7e]{1,200}$/;
+/** The request's `Idempotency-Key` header (checked), or a new random key. */
+function idempotencyKey(req: IncomingMessage): string {
+  const given = req.headers["idempotency-key"];
+  if (given !== undefined && (typeof given !== "string" || !IDEM_KEY_RE.test(given))) {
+    throw new HttpError(400, "Idempotency-Key must be 1–200 visible ASCII characters");
+  }
+  return given ?? randomUUID();
+}
+
 const DECISIONS: Record<string, ApprovalDecision> = {
   once: { approve: true },
   always_tool: { approve: true, always: "tool" },
@@ -411,6 +422,7 @@ export class ClusterFrontEnd {
       const { messages } = restoreSession(loaded);
       return this.#json(res, 200, {
         id,
+        mode: "cluster", // the page's cue: events come from GET /events
         status: loaded.status,
         running: loaded.status === "running",
         lastSeq: loaded.lastSeq,
@@ -433,14 +445,20 @@ export class ClusterFrontEnd {
       if (typeof body.text !== "string" || body.text.trim() === "") {
         throw new HttpError(400, "text must be a non-empty string");
       }
-      const given = req.headers["idempotency-key"];
-      if (given !== undefined && (typeof given !== "string" || !IDEM_KEY_RE.test(given))) {
-        throw new HttpError(400, "Idempotency-Key must be 1–200 visible ASCII characters");
-      }
       const result = await store.submit(id, {
         kind: "user_input",
         payload: { text: body.text },
-        idemKey: given ?? randomUUID(),
+        idemKey: idempotencyKey(req),
+      });
+      if (result === "unknown") throw new HttpError(404, "not found");
+      return this.#json(res, 202, { status: result });
+    }
+    if (parts.length === 3 && method === "POST" && action === "interrupt") {
+      await this.#body(req);
+      const result = await store.submit(id, {
+        kind: "cancel",
+        payload: { by: tenant.id },
+        idemKey: idempotencyKey(req),
       });
       if (result === "unknown") throw new HttpError(404, "not found");
       return this.#json(res, 202, { status: result });
@@ -459,16 +477,35 @@ export class ClusterFrontEnd {
       if (!decision) {
         throw new HttpError(400, "outcome must be once, always_tool, always_command or deny");
       }
-      const r = await store.answerApproval(id, {
-        toolCallId: parts[3],
-        decision,
-        by: tenant.id,
-      });
+      const r = await this.#answer(id, { toolCallId: parts[3], decision, by: tenant.id });
       if (r === "unknown") throw new HttpError(404, "no such pending approval");
       if (r === "already-decided") throw new HttpError(409, "the approval was already answered");
       return this.#json(res, 200, { ok: true });
     }
     throw new HttpError(404, "not found");
+  }
+
+  /**
+   * Answers an approval. A client that answers as soon as it reads `permission_required` (the
+   * manual's pattern) can be a moment ahead of the worker opening the request in the store: then
+   * the answer is retried for up to 5 s while the log shows that request and no answer.
+   */
+  async #answer(
+    id: string,
+    answer: { toolCallId: string; decision: ApprovalDecision; by: string },
+  ): Promise<"applied" | "already-decided" | "unknown"> {
+    const store = this.#o.store;
+    const end = Date.now() + 5000;
+    let asked = false;
+    for (;;) {
+      const r = await store.answerApproval(id, answer);
+      if (r !== "unknown" || Date.now() >= end) return r;
+      asked ||= (await store.read(id, 0)).some((e) =>
+        e.kind === "permission_required" && e.payload.reqId === answer.toolCallId
+      );
+      if (!asked) return r;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
   }
 
   /** Streams the session's events after `after` as SSE until the client or this server goes. */

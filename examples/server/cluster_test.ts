@@ -14,7 +14,7 @@ import { fileURLToPath } from "node:url";
 import { MockOpenAIServer, type RecordedRequest, type ScriptedTurn } from "../../testing/mod.ts";
 import { PostgresSessionStore } from "../../store/mod.ts";
 import { startPostgres, uniquePrefix } from "../../tests/_postgres.ts";
-import { ClusterFrontEnd, openClusterStore } from "./cluster.ts";
+import { ClusterFrontEnd, createClusterWorker, openClusterStore } from "./cluster.ts";
 import { configFromEnv } from "./config.ts";
 import { call, testConfig } from "./_test_util.ts";
 
@@ -468,3 +468,111 @@ test(
     );
   },
 );
+
+test(
+  "POST /interrupt stops a running turn on whichever worker runs it and kills its command",
+  { skip },
+  async () => {
+    if ("skip" in pg) return;
+    const dataDir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "zqagent-cluster-")));
+    cleanups.push(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+    // A unique sleep length names the command's process, so the test can see it die.
+    const nap = `${30 + Math.floor(Math.random() * 1000) / 1000}`;
+    const model = await new MockOpenAIServer({
+      turns: (req) => {
+        const items = (req.body?.input ?? req.body?.messages ?? []) as Record<string, unknown>[];
+        const last = items.at(-1);
+        if (last?.role === "tool" || last?.type === "function_call_output") {
+          return { text: ["done"] };
+        }
+        return {
+          toolCalls: [{
+            name: "run_shell",
+            arguments: { command: `sleep ${nap} && echo late > late.txt` },
+          }],
+        };
+      },
+    }).start();
+    cleanups.push(() => model.close());
+    const tenants = [{
+      id: "acme",
+      token: "token-of-acme-0123456789",
+      apiKey: "key-of-acme",
+      baseURL: model.baseURL,
+    }];
+    const ws = path.join(dataDir, "tenants", "acme", "workspace");
+    fs.mkdirSync(ws, { recursive: true });
+    const config = {
+      ...testConfig(dataDir, tenants),
+      databaseUrl: pg.url,
+      tablePrefix: uniquePrefix("i"),
+    };
+    const cluster = await openClusterStore(config);
+    cleanups.push(() => cluster.close());
+    const front = new ClusterFrontEnd({ ...config, store: cluster.store });
+    const url = await front.listen();
+    cleanups.push(() => front.close());
+    const worker = createClusterWorker(config, cluster.store, { pollMs: 50, onError: () => {} });
+    worker.start();
+    cleanups.push(() => worker.stop({ graceMs: 1000 }));
+    const acme = tenants[0].token;
+    const id = String((await call(`${url}/sessions`, acme, "POST", {})).body.id);
+    assert.equal(
+      (await call(`${url}/sessions/${id}/messages`, acme, "POST", { text: "go" })).status,
+      202,
+    );
+
+    const seen: Frame[] = [];
+    const reading = readEvents(url, acme, id, 0, async (f) => {
+      seen.push(f);
+      if (f.type === "permission_required") {
+        const r = await call(`${url}/sessions/${id}/approvals/${f.data.reqId}`, acme, "POST", {
+          outcome: "once",
+        });
+        assert.equal(r.status, 200);
+      }
+      if (f.type === "tool_started") {
+        await until(() => running(nap), "the command to start");
+        const r = await fetch(`${url}/sessions/${id}/interrupt`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${acme}`, "idempotency-key": "stop-1" },
+        });
+        assert.deepEqual([r.status, await r.json()], [202, { status: "queued" }]);
+      }
+      if (f.type === "turn_end") return "stop";
+    });
+    await reading;
+    const types = seen.map((f) => f.type);
+    assert.ok(types.includes("interrupted"), types.join(","));
+    assert.equal(seen.at(-1)?.data.status, "interrupted");
+    assert.equal(seen.find((f) => f.type === "tool_finished")?.data.status, "interrupted");
+    await until(() => !running(nap), "the command's process to be killed", 10_000);
+    await until(
+      async () => (await call(`${url}/sessions/${id}`, acme, "GET")).body.status === "done",
+      "the session to be done",
+    );
+    assert.equal(fs.existsSync(path.join(ws, "late.txt")), false);
+    // A retried interrupt is a duplicate; another tenant cannot interrupt the session.
+    const again = await fetch(`${url}/sessions/${id}/interrupt`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${acme}`, "idempotency-key": "stop-1" },
+    });
+    assert.deepEqual(await again.json(), { status: "duplicate" });
+    const other = await call(`${url}/sessions/${id}/interrupt`, "token-of-none-0123456789", "POST");
+    assert.equal(other.status, 401);
+  },
+);
+
+/** Whether a `sleep <nap>` process is alive (Linux: /proc). */
+function running(nap: string): boolean {
+  for (const pid of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      const cmd = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+      if (cmd[0].endsWith("sleep") && cmd[1] === nap) return true;
+    } catch {
+      // gone
+    }
+  }
+  return false;
+}

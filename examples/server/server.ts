@@ -24,7 +24,7 @@
  * | GET | `/` | the browser page (no auth; it asks for the token) |
  * | GET | `/sessions` | the tenant's sessions |
  * | POST | `/sessions` | new session → `{id}` (201) |
- * | GET | `/sessions/:id` | history, pending approvals, whether a resume is due |
+ * | GET | `/sessions/:id` | history, pending approvals, whether a resume is due, `mode: "single"` |
  * | POST | `/sessions/:id/messages` | `{text}` → SSE of the turn |
  * | POST | `/sessions/:id/resume` | SSE of `engine.resume()` (after a restart) |
  * | POST | `/sessions/:id/approvals/:reqId` | `{outcome: once/always_tool/always_command/deny}` |
@@ -483,6 +483,7 @@ export class AgentServer {
     }));
     return {
       id: rt.id,
+      mode: "single", // the page's cue: turns stream from POST /messages
       running: rt.engine.running,
       messages: transcript(rt.engine.messages),
       pendingApprovals: pending,

@@ -2,8 +2,23 @@
 /**
  * The reference server's browser page: a chat that streams text and reasoning, shows each tool
  * call with its arguments and result, an approval card (once / always this tool / always this
- * command / deny) for each pending call, an interrupt button, and the turns with their diffs
- * when VCS snapshots are on. Plain TypeScript, no framework; the server strips the types.
+ * command / deny) for each pending call, a Stop button, and the turns with their diffs when VCS
+ * snapshots are on. Plain TypeScript, no framework; the server strips the types.
+ *
+ * One page for both of the server's modes; it learns which from `mode` in
+ * `GET /sessions/:id`:
+ *
+ * - `single` (`server.ts`): `POST /sessions/:id/messages` answers with the SSE of the turn, read
+ *   to its end; Stop is `POST /sessions/:id/interrupt`.
+ * - `cluster` (`cluster.ts`, multi-worker): `POST /sessions/:id/messages` answers 202 (sent with
+ *   an `Idempotency-Key`, so a retry after a network error is not a second message), and the
+ *   events come from `GET /sessions/:id/events`, one stream per open session, read with `fetch`
+ *   (an `EventSource` cannot send the `Authorization` header). After a drop it reconnects with
+ *   `Last-Event-ID` set to the last event shown, and skips any event at or below it, so nothing
+ *   is shown twice. An approval card closes when the approval is settled anywhere: the call
+ *   starts or finishes, the store records the answer (an `inbox` event of kind `approval`,
+ *   written for answers from any front end and for the denials of a cancel), or the turn ends.
+ *   Stop queues a cancel (`POST /sessions/:id/interrupt`, also with an `Idempotency-Key`).
  *
  * Everything the model or a tool wrote is put in the page as text (`textContent`) or through
  * `approvalToHtmlTable`, which escapes it.
@@ -13,6 +28,8 @@
 import { approvalToHtmlTable } from "../../../engine/approval_view.ts";
 
 type Data = Record<string, unknown>;
+/** Which server the page talks to (see the module doc). */
+type Mode = "single" | "cluster";
 
 const $ = <T extends HTMLElement>(id: string): T => document.getElementById(id) as T;
 const log = $<HTMLDivElement>("log");
@@ -20,10 +37,17 @@ const input = $<HTMLTextAreaElement>("input");
 const sendButton = $<HTMLButtonElement>("send");
 const interruptButton = $<HTMLButtonElement>("interrupt");
 const sessionSelect = $<HTMLSelectElement>("sessions");
+const streamStatus = $<HTMLSpanElement>("stream-status");
 
 let token = "";
 let sessionId = "";
 let busy = false;
+let mode: Mode = "single";
+/** The open session's event stream (cluster mode). */
+let feed: EventFeed | null = null;
+
+/** A 401: the token form is shown again. */
+class Unauthorized extends Error {}
 
 function el(tag: string, className: string, text?: string): HTMLElement {
   const node = document.createElement(tag);
@@ -36,21 +60,62 @@ function scroll(): void {
   log.lastElementChild?.scrollIntoView({ block: "end" });
 }
 
+function setBusy(on: boolean): void {
+  busy = on;
+  sendButton.disabled = on;
+  interruptButton.disabled = !on;
+}
+
+/** A random key for `Idempotency-Key` (`crypto.randomUUID` needs a secure context). */
+function randomKey(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener("abort", () => {
+      clearTimeout(timer);
+      resolve();
+    }, { once: true });
+  });
+}
+
 async function api(path: string, init: RequestInit = {}): Promise<Response> {
   const res = await fetch(path, {
     ...init,
     headers: {
       authorization: `Bearer ${token}`,
-      "content-type": "application/json",
+      ...(init.body !== undefined ? { "content-type": "application/json" } : {}),
       ...(init.headers ?? {}),
     },
   });
   if (res.status === 401) {
     sessionStorage.removeItem("token");
     showTokenForm();
-    throw new Error("unauthorized");
+    throw new Unauthorized("unauthorized");
   }
   return res;
+}
+
+/**
+ * A POST with an `Idempotency-Key` (cluster mode), retried with the same key when the request
+ * gets no answer: the server takes the retry for a duplicate, not a second request.
+ */
+async function postOnce(path: string, body: Data, key = randomKey()): Promise<Response> {
+  for (let i = 1;; i++) {
+    try {
+      return await api(path, {
+        method: "POST",
+        body: JSON.stringify(body),
+        headers: { "idempotency-key": key },
+      });
+    } catch (err) {
+      if (err instanceof Unauthorized || i >= 3) throw err;
+      await sleep(500 * i);
+    }
+  }
 }
 
 function pretty(value: unknown): string {
@@ -64,8 +129,98 @@ function pretty(value: unknown): string {
   return JSON.stringify(value, null, 2);
 }
 
-// --- rendering of one turn's events ---
+/** The element of the log with `data-<attr>="<value>"` and class `cls`, if any. */
+function findIn(cls: string, attr: string, value: string): HTMLElement | null {
+  for (const node of log.querySelectorAll<HTMLElement>(`.${cls}`)) {
+    if (node.dataset[attr] === value) return node;
+  }
+  return null;
+}
 
+// --- approval cards ---
+
+/**
+ * Closes an open approval card: its buttons go, `text` says why. A card whose answer is being
+ * sent from this page is left to its click handler.
+ */
+function settleCard(box: HTMLElement, text: string): void {
+  if (box.dataset.state !== "open") return;
+  box.dataset.state = "closed";
+  box.querySelector(".buttons")?.remove();
+  box.appendChild(el("div", "answered", text));
+}
+
+/** Closes the open approval cards of `reqId` (every open card when `reqId` is null). */
+function settleCards(reqId: string | null, text: string): void {
+  for (const box of log.querySelectorAll<HTMLElement>('.approval-card[data-state="open"]')) {
+    if (reqId === null || box.dataset.req === reqId) settleCard(box, text);
+  }
+}
+
+/** The approval card of a `permission_required` event (or a pending approval of the session). */
+function approvalCard(data: Data): HTMLElement {
+  const reqId = String(data.reqId ?? "");
+  const name = String(data.name ?? "");
+  const box = el("div", "approval-card");
+  box.dataset.req = reqId;
+  box.dataset.state = "open";
+  box.appendChild(el("h3", "", "Approval needed"));
+  const table = el("div", "fields");
+  // The library's helper escapes every value (the arguments come from the model).
+  table.innerHTML = approvalToHtmlTable({
+    name,
+    arguments: data.arguments,
+    reason: data.reason,
+  });
+  box.appendChild(table);
+  const buttons = box.appendChild(el("div", "buttons"));
+  const args = (typeof data.arguments === "object" && data.arguments) as Data | false;
+  const choices: [string, string, string][] = [
+    ["once", "Allow once", "primary"],
+    ["always_tool", `Always allow ${name}`, ""],
+  ];
+  if (args && typeof args.command === "string") {
+    choices.push(["always_command", "Always allow this command", ""]);
+  }
+  choices.push(["deny", "Deny", "danger"]);
+  for (const [outcome, text, cls] of choices) {
+    const b = buttons.appendChild(el("button", cls, text)) as HTMLButtonElement;
+    b.type = "button";
+    b.dataset.outcome = outcome;
+    b.addEventListener("click", async () => {
+      if (box.dataset.state !== "open") return;
+      box.dataset.state = "answering";
+      for (const x of buttons.querySelectorAll("button")) (x as HTMLButtonElement).disabled = true;
+      let answered = false;
+      try {
+        const res = await api(
+          `/sessions/${sessionId}/approvals/${encodeURIComponent(reqId)}`,
+          { method: "POST", body: JSON.stringify({ outcome }) },
+        );
+        answered = res.ok;
+      } catch {
+        // not answered: said below
+      }
+      box.dataset.state = "closed";
+      buttons.remove();
+      box.appendChild(
+        el(
+          "div",
+          "answered",
+          answered ? `Answered: ${text}` : "This approval is no longer pending.",
+        ),
+      );
+    });
+  }
+  return box;
+}
+
+// --- rendering of events ---
+
+/** Statuses of a call that has not finished. */
+const OPEN_CALL = new Set(["proposed", "awaiting approval", "running"]);
+
+/** Renders a session's events: one per turn in single mode, one per open session in cluster mode. */
 class TurnView {
   #assistant: HTMLElement | null = null;
   #reasoning: HTMLElement | null = null;
@@ -98,16 +253,45 @@ class TurnView {
       case "permission_required":
         this.#approval(data);
         break;
+      case "approval.requested": {
+        // Cluster mode: the store's copy of the request (shown when the page opened the
+        // session between `permission_required` and it).
+        const request = (data.request ?? {}) as Data;
+        this.#approval({
+          reqId: data.toolCallId,
+          name: request.toolName,
+          arguments: request.arguments,
+          reason: request.reason,
+        });
+        break;
+      }
       case "tool_started":
         this.#setStatus(data, "running");
+        settleCards(String(data.reqId ?? ""), "Approved.");
         break;
       case "tool_finished": {
-        const card = this.#setStatus(data, String(data.status));
-        card.querySelector(".approval-card .buttons")?.remove();
+        const status = String(data.status);
+        const card = this.#setStatus(data, status);
+        settleCards(
+          String(data.reqId ?? ""),
+          status === "denied"
+            ? "Denied."
+            : status === "interrupted"
+            ? "Closed: the turn was interrupted."
+            : "Approved.",
+        );
         const result = card.querySelector(".result") ?? card.appendChild(el("pre", "result"));
         result.textContent = String(data.result_preview ?? data.reason ?? "");
         break;
       }
+      case "inbox":
+        this.#inbox(data);
+        break;
+      case "parked":
+        log.appendChild(
+          el("div", "note", "Waiting for an answer (the session is parked until someone answers)."),
+        );
+        break;
       case "error":
         log.appendChild(el("div", "msg error", `Error: ${String(data.error ?? "")}`));
         break;
@@ -118,6 +302,19 @@ class TurnView {
         log.appendChild(el("div", "note", "Compacting the context…"));
         break;
       case "turn_end": {
+        this.#assistant = null;
+        this.#reasoning = null;
+        // Whatever this turn asked and did not run is moot once it ended.
+        const interrupted = data.status === "interrupted";
+        settleCards(
+          null,
+          interrupted ? "Closed: the turn was interrupted." : "Closed: the turn ended.",
+        );
+        for (const card of log.querySelectorAll<HTMLElement>(".tool")) {
+          if (OPEN_CALL.has(String(card.dataset.status))) {
+            this.#setStatus({ reqId: card.dataset.req }, interrupted ? "interrupted" : "not run");
+          }
+        }
         const end = log.appendChild(el("div", "note turn-end", `Turn ended: ${data.status}`));
         end.dataset.status = String(data.status);
         break;
@@ -129,10 +326,34 @@ class TurnView {
     scroll();
   }
 
+  /** A store `inbox` event (cluster mode): a message taken for a turn, or a settled approval. */
+  #inbox(data: Data): void {
+    const item = (data.payload ?? {}) as Data;
+    if (data.kind === "user_input") {
+      const key = String(data.idemKey ?? "");
+      // This page's own message is already shown (pending); it moves to where its turn starts.
+      const mine = key ? findIn("msg.user", "key", key) : null;
+      const bubble = mine ?? el("div", "msg user", String(item.text ?? ""));
+      bubble.classList.remove("pending");
+      if (key) bubble.dataset.key = key;
+      this.#assistant = null;
+      this.#reasoning = null;
+      log.appendChild(bubble);
+    } else if (data.kind === "approval") {
+      const decision = (item.decision ?? {}) as Data;
+      const note = typeof decision.note === "string" && decision.note ? ` ${decision.note}` : "";
+      settleCards(String(item.toolCallId ?? ""), decision.approve ? "Approved." : `Denied.${note}`);
+    }
+  }
+
   #tool(data: Data): HTMLElement {
     const id = String(data.reqId ?? "");
-    let card = this.#tools.get(id);
-    if (card) return card;
+    // A call shown from the history (or by an earlier view) gets its later events too.
+    let card = this.#tools.get(id) ?? findIn("tool", "req", id) ?? undefined;
+    if (card) {
+      this.#tools.set(id, card);
+      return card;
+    }
     card = log.appendChild(el("div", "tool"));
     card.dataset.req = id;
     card.dataset.status = "proposed";
@@ -152,6 +373,9 @@ class TurnView {
   }
 
   #approval(data: Data): void {
+    // One card per call: a resumed turn asks again for an approval already shown (and perhaps
+    // answered), and cluster mode says it twice (`permission_required`, `approval.requested`).
+    if (findIn("approval-card", "req", String(data.reqId ?? ""))) return;
     const card = this.#tool(data);
     card.dataset.status = "awaiting approval";
     const label = card.querySelector(".status");
@@ -160,57 +384,51 @@ class TurnView {
   }
 }
 
-/** The approval card of a `permission_required` event (or a pending approval of the session). */
-function approvalCard(data: Data): HTMLElement {
-  const reqId = String(data.reqId ?? "");
-  const name = String(data.name ?? "");
-  const box = el("div", "approval-card");
-  box.dataset.req = reqId;
-  box.appendChild(el("h3", "", "Approval needed"));
-  const table = el("div", "fields");
-  // The library's helper escapes every value (the arguments come from the model).
-  table.innerHTML = approvalToHtmlTable({
-    name,
-    arguments: data.arguments,
-    reason: data.reason,
-  });
-  box.appendChild(table);
-  const buttons = box.appendChild(el("div", "buttons"));
-  const args = (typeof data.arguments === "object" && data.arguments) as Data | false;
-  const choices: [string, string, string][] = [
-    ["once", "Allow once", "primary"],
-    ["always_tool", `Always allow ${name}`, ""],
-  ];
-  if (args && typeof args.command === "string") {
-    choices.push(["always_command", "Always allow this command", ""]);
-  }
-  choices.push(["deny", "Deny", "danger"]);
-  for (const [outcome, text, cls] of choices) {
-    const b = buttons.appendChild(el("button", cls, text)) as HTMLButtonElement;
-    b.type = "button";
-    b.dataset.outcome = outcome;
-    b.addEventListener("click", async () => {
-      for (const x of buttons.querySelectorAll("button")) (x as HTMLButtonElement).disabled = true;
-      const res = await api(
-        `/sessions/${sessionId}/approvals/${encodeURIComponent(reqId)}`,
-        { method: "POST", body: JSON.stringify({ outcome }) },
-      );
-      buttons.remove();
-      box.appendChild(
-        el("div", "answered", res.ok ? `Answered: ${text}` : "This approval is no longer pending."),
-      );
-    });
-  }
-  return box;
+// --- single mode: a turn's SSE answer ---
+
+interface SseFrame {
+  /** `id:` (the event's `seq` in cluster mode), or null. */
+  id: number | null;
+  type: string;
+  data: Data;
 }
 
-// --- streaming ---
+/** Reads SSE frames from `body` until it ends; comments and frames without JSON data are skipped. */
+async function readFrames(
+  body: NonNullable<Response["body"]>,
+  onFrame: (frame: SseFrame) => void,
+): Promise<void> {
+  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buffer += value;
+    let cut: number;
+    while ((cut = buffer.indexOf("\n\n")) >= 0) {
+      const raw = buffer.slice(0, cut);
+      buffer = buffer.slice(cut + 2);
+      const frame: SseFrame = { id: null, type: "message", data: {} };
+      let data = "";
+      for (const line of raw.split("\n")) {
+        if (line.startsWith("id: ")) frame.id = Number(line.slice(4));
+        else if (line.startsWith("event: ")) frame.type = line.slice(7);
+        else if (line.startsWith("data: ")) data += line.slice(6);
+      }
+      if (!data) continue;
+      try {
+        frame.data = JSON.parse(data);
+      } catch {
+        continue; // not an event of this server's
+      }
+      onFrame(frame);
+    }
+  }
+}
 
 /** POSTs to a streaming route and feeds each SSE frame to a new {@link TurnView}. */
 async function stream(path: string, body: Data): Promise<void> {
-  busy = true;
-  sendButton.disabled = true;
-  interruptButton.disabled = false;
+  setBusy(true);
   const view = new TurnView();
   try {
     const res = await api(path, { method: "POST", body: JSON.stringify(body) });
@@ -219,30 +437,120 @@ async function stream(path: string, body: Data): Promise<void> {
       view.handle("server_error", { error: `${res.status}: ${err.error}` });
       return;
     }
-    const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
-    let buffer = "";
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      buffer += value;
-      let cut: number;
-      while ((cut = buffer.indexOf("\n\n")) >= 0) {
-        const frame = buffer.slice(0, cut);
-        buffer = buffer.slice(cut + 2);
-        let type = "message";
-        let data = "";
-        for (const line of frame.split("\n")) {
-          if (line.startsWith("event: ")) type = line.slice(7);
-          else if (line.startsWith("data: ")) data += line.slice(6);
-        }
-        if (data) view.handle(type, JSON.parse(data));
-      }
-    }
+    await readFrames(res.body, (f) => view.handle(f.type, f.data));
   } finally {
-    busy = false;
-    sendButton.disabled = false;
-    interruptButton.disabled = true;
+    setBusy(false);
     void loadTurns();
+  }
+}
+
+// --- cluster mode: the session's event stream ---
+
+/**
+ * `GET /sessions/:id/events` of one session, kept open until {@link EventFeed.close}. After a
+ * drop it reconnects (0.5 s, doubling to 5 s) with `Last-Event-ID` = the last `seq` shown;
+ * events at or below it are skipped, so none is shown twice.
+ */
+class EventFeed {
+  readonly #ac = new AbortController();
+  readonly #session: string;
+  readonly #view = new TurnView();
+  #last: number;
+  /** Between a `turn_start` and its `turn_end`. */
+  #inTurn: boolean;
+
+  constructor(session: string, after: number, running: boolean) {
+    this.#session = session;
+    this.#last = after;
+    this.#inTurn = running;
+    void this.#run();
+  }
+
+  close(): void {
+    this.#ac.abort();
+  }
+
+  #status(state: "live" | "reconnecting"): void {
+    streamStatus.dataset.state = state;
+    streamStatus.hidden = state === "live";
+    streamStatus.textContent = state === "live" ? "" : "Reconnecting…";
+  }
+
+  async #run(): Promise<void> {
+    const signal = this.#ac.signal;
+    let delay = 500;
+    while (!signal.aborted) {
+      try {
+        const res = await api(`/sessions/${this.#session}/events`, {
+          headers: { accept: "text/event-stream", "last-event-id": String(this.#last) },
+          cache: "no-store",
+          signal,
+        });
+        if (res.status === 404 || res.status === 400) {
+          const err = await res.json().catch(() => ({ error: res.statusText }));
+          this.#view.handle("server_error", { error: `${res.status}: ${err.error}` });
+          return;
+        }
+        if (res.ok && res.body) {
+          this.#status("live");
+          delay = 500;
+          await readFrames(res.body, (f) => this.#frame(f));
+        } else {
+          await res.body?.cancel();
+        }
+      } catch (err) {
+        if (err instanceof Unauthorized) return;
+        // a drop, or the front end is away: reconnect below
+      }
+      if (signal.aborted) return;
+      this.#status("reconnecting");
+      await sleep(delay, signal);
+      delay = Math.min(delay * 2, 5000);
+    }
+  }
+
+  #frame(f: SseFrame): void {
+    if (this.#ac.signal.aborted) return;
+    if (f.id !== null) {
+      if (f.id <= this.#last) return; // already shown
+      this.#last = f.id;
+    }
+    this.#view.handle(f.type, f.data);
+    if (f.type === "turn_start") {
+      this.#inTurn = true;
+      setBusy(true);
+    } else if (f.type === "turn_end") {
+      this.#inTurn = false;
+      setBusy(false);
+    } else if (f.type === "inbox" && f.data.kind === "cancel" && !this.#inTurn) {
+      // A cancel taken before its turn started: the inputs before it are dropped, nothing runs.
+      setBusy(false);
+    }
+  }
+}
+
+/** Sends a message in cluster mode: shown at once, queued with an `Idempotency-Key`. */
+async function sendQueued(text: string): Promise<void> {
+  const key = randomKey();
+  const bubble = log.appendChild(el("div", "msg user pending", text));
+  bubble.dataset.key = key;
+  scroll();
+  setBusy(true);
+  let error = "";
+  try {
+    const res = await postOnce(`/sessions/${sessionId}/messages`, { text }, key);
+    if (res.status !== 202) {
+      const err = await res.json().catch(() => ({ error: res.statusText }));
+      error = `${res.status}: ${err.error}`;
+    }
+  } catch (err) {
+    if (err instanceof Unauthorized) return;
+    error = `Cannot send the message: ${(err as Error).message}`;
+  }
+  if (error) {
+    bubble.classList.replace("pending", "failed");
+    log.appendChild(el("div", "msg error", error));
+    setBusy(false);
   }
 }
 
@@ -274,10 +582,13 @@ async function newSession(): Promise<void> {
 }
 
 async function openSession(): Promise<void> {
+  feed?.close();
+  feed = null;
   sessionStorage.setItem("session", sessionId);
   log.replaceChildren();
   const res = await api(`/sessions/${sessionId}`);
   const s = await res.json();
+  mode = s.mode === "cluster" ? "cluster" : "single";
   const results = new Map<string, string>();
   for (const m of s.messages) if (m.role === "tool") results.set(m.toolCallId, m.text);
   for (const m of s.messages) {
@@ -287,22 +598,42 @@ async function openSession(): Promise<void> {
       for (const c of m.toolCalls) {
         const card = log.appendChild(el("div", "tool"));
         card.dataset.req = c.id;
-        card.appendChild(el("div", "head", c.name));
+        // The status is filled in by later events of the call (a turn still running).
+        card.appendChild(el("div", "head", c.name)).appendChild(el("span", "status", ""));
         card.appendChild(el("pre", "args", pretty(c.arguments)));
         if (results.has(c.id)) card.appendChild(el("pre", "result", results.get(c.id)));
       }
     }
   }
-  for (const p of s.pendingApprovals) log.appendChild(approvalCard(p));
+  for (const p of s.pendingApprovals) {
+    const call = findIn("tool", "req", String(p.reqId));
+    if (call) {
+      call.dataset.status = "awaiting approval";
+      call.querySelector(".status")!.textContent = "awaiting approval";
+    }
+    (call ?? log).appendChild(approvalCard(p));
+  }
   scroll();
+  if (mode === "cluster") {
+    // Workers keep no per-turn snapshots; the session's events come from its stream.
+    const off = $("turns-off");
+    off.textContent = "Snapshots are not kept in multi-worker mode.";
+    off.hidden = false;
+    $("turns").replaceChildren();
+    const running = s.status === "running";
+    setBusy(running || s.status === "runnable" || s.status === "waiting_approval");
+    feed = new EventFeed(sessionId, Number(s.lastSeq ?? 0), running);
+    return;
+  }
   void loadTurns();
   // After a server restart, calls that were waiting for approval are asked again.
   if (s.needsResume && !busy) await stream(`/sessions/${sessionId}/resume`, {});
 }
 
 async function loadTurns(): Promise<void> {
-  if (!sessionId) return;
+  if (!sessionId || mode === "cluster") return;
   const res = await api(`/sessions/${sessionId}/turns`);
+  if (!res.ok) return;
   const { enabled, turns } = await res.json();
   $("turns-off").hidden = enabled;
   const list = $("turns");
@@ -325,6 +656,8 @@ async function loadTurns(): Promise<void> {
 // --- wiring ---
 
 function showTokenForm(): void {
+  feed?.close();
+  feed = null;
   $("token-form").hidden = false;
   $("session-bar").hidden = true;
 }
@@ -347,6 +680,10 @@ $("composer").addEventListener("submit", (e) => {
   const text = input.value.trim();
   if (!text || busy) return;
   input.value = "";
+  if (mode === "cluster") {
+    void sendQueued(text);
+    return;
+  }
   log.appendChild(el("div", "msg user", text));
   void stream(`/sessions/${sessionId}/messages`, { text });
 });
@@ -356,7 +693,10 @@ input.addEventListener("keydown", (e) => {
 });
 
 interruptButton.addEventListener("click", () => {
-  void api(`/sessions/${sessionId}/interrupt`, { method: "POST", body: "{}" });
+  const path = `/sessions/${sessionId}/interrupt`;
+  // Cluster mode: a cancel queued for whichever worker runs the turn; the turn's end shows it.
+  const sent = mode === "cluster" ? postOnce(path, {}) : api(path, { method: "POST", body: "{}" });
+  sent.catch(() => {});
 });
 
 $("new-session").addEventListener("click", () => void newSession());

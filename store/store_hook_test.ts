@@ -1,0 +1,106 @@
+import { afterEach, test } from "node:test";
+import assert from "node:assert/strict";
+import type { SessionStore, StoredEvent } from "./mod.ts";
+import { store as target, testing } from "../tests/_target.ts";
+import { removeDir, tempWorkspace } from "../tests/_util.ts";
+import { actThenAnswer, makeEngine } from "../tests/_store_engine.ts";
+
+// The code under test: the source tree, or the npm build (tests/_target.ts).
+const { MemorySessionStore, restoreSession, SessionWorker, StoreHook } = target;
+const { MockOpenAIServer } = testing;
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function until(fn: () => Promise<boolean> | boolean, what: string): Promise<void> {
+  for (let i = 0; i < 1200; i++) {
+    if (await fn()) return;
+    await wait(25);
+  }
+  throw new Error(`Timed out waiting for ${what}`);
+}
+
+/** `data.seq` of the engine's events in the log (host lines such as `inbox` have none). */
+function engineSeqs(events: StoredEvent[]): number[] {
+  return events.map((e) => e.payload.seq).filter((s): s is number => typeof s === "number");
+}
+
+test("a session restored by a new worker numbers its events after the stored ones", async () => {
+  const server = await new MockOpenAIServer({ turns: actThenAnswer }).start();
+  const ws = tempWorkspace();
+  const store: SessionStore = new MemorySessionStore({ pollMs: 20 });
+  cleanups.push(() => server.close(), () => removeDir(ws), () => store.close());
+  const worker = () =>
+    new SessionWorker(store, {
+      pollMs: 20,
+      createEngine: ({ messages }) =>
+        makeEngine({ baseURL: server.baseURL, workspace: ws, messages, act: () => "ok" }),
+    });
+  await store.create("s1");
+  const turnEnds = async () =>
+    (await store.read("s1", 0)).filter((e) => e.kind === "turn_end").length;
+
+  const first = worker();
+  first.start();
+  await store.submit("s1", { kind: "user_input", payload: { text: "one" }, idemKey: "m1" });
+  await until(async () => (await turnEnds()) === 1, "the first turn to end");
+  await first.stop();
+  const before = engineSeqs(await store.read("s1", 0));
+
+  const second = worker();
+  cleanups.push(() => second.stop());
+  second.start();
+  await store.submit("s1", { kind: "user_input", payload: { text: "two" }, idemKey: "m2" });
+  await until(async () => (await turnEnds()) === 2, "the second turn to end");
+
+  const seqs = engineSeqs(await store.read("s1", 0));
+  assert.ok(seqs.length > before.length, "the second turn emitted events");
+  const after = seqs.slice(before.length);
+  assert.ok(
+    after[0] > Math.max(...before),
+    `the restored engine went on from ${Math.max(...before)}, not from ${after[0]}`,
+  );
+  seqs.forEach((s, i) => {
+    if (i > 0) assert.ok(s > seqs[i - 1], `seq ${s} follows ${seqs[i - 1]}`);
+  });
+});
+
+test("restoreSession gives state.eventSeq the highest stored event seq, past the checkpoint", async () => {
+  const store: SessionStore = new MemorySessionStore();
+  cleanups.push(() => store.close());
+  await store.create("s1");
+  const lease = (await store.acquire("s1", { ownerId: "w1" }))!;
+  await store.append(lease, [{ kind: "turn_start", payload: { input: "hi", seq: 1 } }]);
+  await store.putCheckpoint(lease, {
+    seq: 1,
+    schemaVersion: 1,
+    state: { messages: [{ role: "user", content: "hi" }], eventSeq: 1 },
+  });
+  await store.append(lease, [
+    { kind: "assistant_delta", payload: { text: "he", seq: 7 } },
+    { kind: "assistant_message", payload: { text: "hello", seq: 9 } },
+    { kind: "paused", payload: {} },
+  ]);
+  const restored = restoreSession((await store.load("s1"))!);
+  assert.equal(restored.state.eventSeq, 9);
+});
+
+test("a coalesced delta is stored with the seq of its last part", async () => {
+  const store: SessionStore = new MemorySessionStore();
+  cleanups.push(() => store.close());
+  await store.create("s1");
+  const lease = (await store.acquire("s1", { ownerId: "w1" }))!;
+  const hook = new StoreHook(store, lease, { deltaFlushMs: 60_000 });
+  hook.onEvent("assistant_delta", { reqId: "r1", text: "a", seq: 5 });
+  hook.onEvent("assistant_delta", { reqId: "r1", text: "b", seq: 6 });
+  hook.onEvent("assistant_delta", { reqId: "r1", text: "c", seq: 7 });
+  await hook.flush();
+  const events = await store.read("s1", 0);
+  assert.deepEqual(events.map((e) => [e.kind, e.payload.text, e.payload.seq]), [
+    ["assistant_delta", "abc", 7],
+  ]);
+});
