@@ -1,30 +1,23 @@
-import { after, afterEach, test } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn } from "node:child_process";
 import process from "node:process";
 import { fileURLToPath } from "node:url";
 import { store as target, testing } from "../tests/_target.ts";
-import { removeDir, tempWorkspace } from "../tests/_util.ts";
+import { cleanupsAfterEach, removeDir, tempWorkspace, until, wait } from "../tests/_util.ts";
 import { actThenAnswer } from "../tests/_store_engine.ts";
-import { startPostgres, uniquePrefix } from "../tests/_postgres.ts";
+import { postgresForTests, uniquePrefix } from "../tests/_postgres.ts";
 
 // The code under test: the source tree, or the npm build (tests/_target.ts); the child
 // processes inherit the environment, so tests/_store_process.ts runs against the same target.
 const { PostgresSessionStore } = target;
 const { MockOpenAIServer } = testing;
 
-const pg = await startPostgres();
+const pg = await postgresForTests();
 const skip = "skip" in pg ? pg.skip : false;
-after(() => {
-  if (!("skip" in pg)) pg.stop();
-});
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
+const cleanups = cleanupsAfterEach();
 
-const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const SCRIPT = fileURLToPath(new URL("../tests/_store_process.ts", import.meta.url));
 
 interface Child {
@@ -60,15 +53,6 @@ function child(env: Record<string, string>): Child {
     await exited;
   });
   return { proc, out, exited };
-}
-
-async function until(fn: () => Promise<boolean> | boolean, what: string, ms = 60_000) {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await fn()) return;
-    await wait(50);
-  }
-  throw new Error(`Timed out waiting for ${what}`);
 }
 
 async function env(turns = actThenAnswer) {

@@ -1,45 +1,29 @@
 // Cancel in distributed sessions (issue 11): `store.submit(id, {kind: "cancel"})` from any
 // process interrupts the running turn, closes its open approvals, drops the inputs queued before
 // it, and ends a parked or crashed turn without running anything.
-import { after, afterEach, test } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
 import type { SessionStore, StoredEvent } from "./mod.ts";
-import type { MockOpenAIServer as MockServer } from "../testing/mod.ts";
-import { store as target, testing } from "../tests/_target.ts";
-import { removeDir, tempWorkspace } from "../tests/_util.ts";
-import { actThenAnswer, makeEngine } from "../tests/_store_engine.ts";
-import { startPostgres, uniquePrefix } from "../tests/_postgres.ts";
+import { store as target } from "../tests/_target.ts";
+import { cleanupsAfterEach, until } from "../tests/_util.ts";
+import {
+  eachStore,
+  makeEngine,
+  modelAndWorkspace,
+  startDyingOwner,
+} from "../tests/_store_engine.ts";
+import { postgresForTests } from "../tests/_postgres.ts";
 
 // The code under test: the source tree, or the npm build (tests/_target.ts).
-const { MemorySessionStore, PostgresSessionStore, restoreSession, SessionWorker, StoreHook } =
-  target;
-const { MockOpenAIServer } = testing;
+const { restoreSession, SessionWorker } = target;
 
-const pg = await startPostgres();
-after(() => {
-  if (!("skip" in pg)) pg.stop();
-});
+const pg = await postgresForTests();
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-
-const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until(fn: () => Promise<boolean> | boolean, what: string): Promise<void> {
-  for (let i = 0; i < 1200; i++) {
-    if (await fn()) return;
-    await wait(25);
-  }
-  throw new Error(`Timed out waiting for ${what}`);
-}
+const cleanups = cleanupsAfterEach();
 
 /** A mock model server, a workspace, and the texts of the user messages the model was sent. */
-async function setup(): Promise<{ server: MockServer; ws: string; asked: () => string[] }> {
-  const server = await new MockOpenAIServer({ turns: actThenAnswer }).start();
-  const ws = tempWorkspace();
-  cleanups.push(() => server.close(), () => removeDir(ws));
+async function setup() {
+  const { server, ws } = await modelAndWorkspace(cleanups);
   const asked = () =>
     server.requests.map((r) => {
       const messages = (r.body?.messages ?? []) as { role: string; content?: unknown }[];
@@ -57,28 +41,7 @@ const input = (store: SessionStore, text: string, key = text) =>
 const cancel = (store: SessionStore, key = "c1") =>
   store.submit("s1", { kind: "cancel", payload: {}, idemKey: key });
 
-const stores: [string, () => SessionStore, string | undefined][] = [
-  ["memory", () => new MemorySessionStore({ pollMs: 50 }), undefined],
-  [
-    "postgres",
-    () =>
-      new PostgresSessionStore({
-        connectionString: "skip" in pg ? "postgres://unused" : pg.url,
-        tablePrefix: uniquePrefix("c"),
-        pollMs: 100,
-      }),
-    "skip" in pg ? pg.skip : undefined,
-  ],
-];
-
-for (const [label, makeStore, skip] of stores) {
-  const t = (name: string, fn: (store: SessionStore) => Promise<void>) =>
-    test(`${label}: ${name}`, { skip: skip ?? false }, async () => {
-      const store = makeStore();
-      cleanups.push(() => store.close());
-      await fn(store);
-    });
-
+eachStore(pg, "c", cleanups, (t) => {
   t("a cancel interrupts a running tool and the turn ends interrupted", async (store) => {
     const { server, ws } = await setup();
     let started = 0;
@@ -261,40 +224,21 @@ for (const [label, makeStore, skip] of stores) {
     async (store) => {
       const { server, ws } = await setup();
       let runs = 0;
-      let unblock!: () => void;
-      const blocked = new Promise<void>((r) => (unblock = r));
-      cleanups.push(() => unblock());
       await store.create("s1");
       // Process A runs the turn until the tool starts, takes the cancel, and dies before the
       // interrupt is recorded (its lease lapses).
-      const lease = (await store.acquire("s1", { ownerId: "A", ttlMs: 200 }))!;
-      // A heartbeats until it "dies" (a slow first turn must not lose the lease early).
-      const beat = setInterval(
-        () => store.heartbeat({ ownerId: "A", ttlMs: 200 }).catch(() => {}),
-        40,
-      );
-      cleanups.push(() => clearInterval(beat));
-      const engineA = makeEngine({
+      const a = await startDyingOwner(store, "s1", {
         baseURL: server.baseURL,
         workspace: ws,
-        act: async () => {
-          runs++;
-          await blocked;
-          return "late";
-        },
+        onRun: () => runs++,
       });
-      const hookA = new StoreHook(store, lease).attach(engineA);
-      engineA.hook = hookA;
-      const streamA = (async () => {
-        for await (const _ of engineA.run("go")) { /* drain */ }
-      })();
-      await until(() => runs === 1, "the tool to start");
-      await hookA.flush();
+      cleanups.push(() => a.finish());
+      await a.started;
+      await a.hook.flush();
       await cancel(store);
-      assert.equal((await store.takeInbox(lease)).map((i) => i.kind).join(), "cancel");
-      hookA.detach();
-      clearInterval(beat); // A dies
-      await wait(300); // its lease lapses
+      assert.equal((await store.takeInbox(a.lease)).map((i) => i.kind).join(), "cancel");
+      a.hook.detach();
+      await a.die();
       const worker = new SessionWorker(store, {
         pollMs: 20,
         createEngine: ({ messages }) =>
@@ -311,8 +255,7 @@ for (const [label, makeStore, skip] of stores) {
       assert.equal(runs, 1, "the tool was not run again");
       assert.equal(server.requests.length, 1, "the model was not asked to go on");
       assert.deepEqual(turnEnds(await store.read("s1", 0)), ["interrupted"]);
-      unblock();
-      await streamA;
+      await a.finish();
     },
   );
 
@@ -344,7 +287,7 @@ for (const [label, makeStore, skip] of stores) {
     assert.deepEqual(turnEnds(await store.read("s1", 0)), ["completed", "completed"]);
     assert.equal(runs, 2);
   });
-}
+});
 
 test("restoreSession: a cancel taken in a turn that never ended asks for an interrupt", () => {
   const at = new Date().toISOString();

@@ -1,76 +1,30 @@
-import { after, afterEach, test } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
-import type { SessionStore, StoredEvent } from "./mod.ts";
-import type { MockOpenAIServer as MockServer } from "../testing/mod.ts";
-import { store as target, testing } from "../tests/_target.ts";
-import { removeDir, tempWorkspace } from "../tests/_util.ts";
-import { actThenAnswer, makeEngine } from "../tests/_store_engine.ts";
-import { startPostgres, uniquePrefix } from "../tests/_postgres.ts";
+import type { StoredEvent } from "./mod.ts";
+import { store as target } from "../tests/_target.ts";
+import { cleanupsAfterEach, until } from "../tests/_util.ts";
+import {
+  eachStore,
+  makeEngine,
+  modelAndWorkspace,
+  startDyingOwner,
+} from "../tests/_store_engine.ts";
+import { postgresForTests } from "../tests/_postgres.ts";
 
 // The code under test: the source tree, or the npm build (tests/_target.ts).
-const {
-  LeaseLostError,
-  MemorySessionStore,
-  PostgresSessionStore,
-  restoreSession,
-  SessionWorker,
-  StoreHook,
-} = target;
-const { MockOpenAIServer } = testing;
+const { LeaseLostError, MemorySessionStore, restoreSession, SessionWorker, StoreHook } = target;
 
-const pg = await startPostgres();
-after(() => {
-  if (!("skip" in pg)) pg.stop();
-});
+const pg = await postgresForTests();
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
+const cleanups = cleanupsAfterEach();
 
-const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function setup(): Promise<{ server: MockServer; ws: string }> {
-  const server = await new MockOpenAIServer({ turns: actThenAnswer }).start();
-  const ws = tempWorkspace();
-  cleanups.push(() => server.close(), () => removeDir(ws));
-  return { server, ws };
-}
-
-async function until(fn: () => Promise<boolean> | boolean, what: string): Promise<void> {
-  for (let i = 0; i < 1200; i++) {
-    if (await fn()) return;
-    await wait(25);
-  }
-  throw new Error(`Timed out waiting for ${what}`);
-}
+const setup = () => modelAndWorkspace(cleanups);
 
 function assertContiguous(events: StoredEvent[]): void {
   events.forEach((e, i) => assert.equal(e.seq, i + 1));
 }
 
-const stores: [string, () => SessionStore, string | undefined][] = [
-  ["memory", () => new MemorySessionStore({ pollMs: 50 }), undefined],
-  [
-    "postgres",
-    () =>
-      new PostgresSessionStore({
-        connectionString: "skip" in pg ? "postgres://unused" : pg.url,
-        tablePrefix: uniquePrefix("w"),
-        pollMs: 100,
-      }),
-    "skip" in pg ? pg.skip : undefined,
-  ],
-];
-
-for (const [label, makeStore, skip] of stores) {
-  const t = (name: string, fn: (store: SessionStore) => Promise<void>) =>
-    test(`${label}: ${name}`, { skip: skip ?? false }, async () => {
-      const store = makeStore();
-      cleanups.push(() => store.close());
-      await fn(store);
-    });
-
+eachStore(pg, "w", cleanups, (t) => {
   t("a worker runs submitted input to the end and stores every event in order", async (store) => {
     const { server, ws } = await setup();
     let runs = 0;
@@ -110,35 +64,16 @@ for (const [label, makeStore, skip] of stores) {
   t("after a crash, a started non-idempotent tool is not run again", async (store) => {
     const { server, ws } = await setup();
     let runs = 0;
-    let unblock!: () => void;
-    const blocked = new Promise<void>((r) => (unblock = r));
-    cleanups.push(() => unblock());
     await store.create("s1");
     // Process A: runs the turn until the tool starts, then "dies" (no heartbeat, lease lapses).
-    const lease = (await store.acquire("s1", { ownerId: "A", ttlMs: 200 }))!;
-    // A heartbeats until it "dies" (a slow first turn must not lose the lease early).
-    const beat = setInterval(
-      () => store.heartbeat({ ownerId: "A", ttlMs: 200 }).catch(() => {}),
-      40,
-    );
-    cleanups.push(() => clearInterval(beat));
-    const engineA = makeEngine({
+    const a = await startDyingOwner(store, "s1", {
       baseURL: server.baseURL,
       workspace: ws,
-      act: async () => {
-        runs++;
-        await blocked;
-        return "A finished late";
-      },
+      onRun: () => runs++,
     });
-    const hookA = new StoreHook(store, lease).attach(engineA);
-    engineA.hook = hookA;
-    const streamA = (async () => {
-      for await (const _ of engineA.run("go")) { /* drain */ }
-    })();
-    await until(() => runs === 1, "the tool to start");
-    clearInterval(beat); // A dies
-    await wait(300); // its lease lapses
+    cleanups.push(() => a.finish());
+    await a.started;
+    await a.die();
     // Process B: a worker claims the session and finishes the turn without re-running the tool.
     const worker = new SessionWorker(store, {
       pollMs: 20,
@@ -151,10 +86,11 @@ for (const [label, makeStore, skip] of stores) {
     assert.equal(runs, 1, "the tool ran once");
     const last = server.requests.at(-1)!.body!.messages as { role: string; content: string }[];
     assert.match(last.at(-1)!.content, /Interrupted, not re-run/);
-    unblock();
-    await streamA;
-    await hookA.flush().catch(() => {});
-    assert.ok(hookA.error instanceof LeaseLostError, `A's late writes were fenced: ${hookA.error}`);
+    await a.finish();
+    assert.ok(
+      a.hook.error instanceof LeaseLostError,
+      `A's late writes were fenced: ${a.hook.error}`,
+    );
     const events = await store.read("s1", 0);
     assertContiguous(events);
     for (let i = 1; i < events.length; i++) {
@@ -165,34 +101,16 @@ for (const [label, makeStore, skip] of stores) {
   t("after a crash, a started idempotent tool runs again with the same key", async (store) => {
     const { server, ws } = await setup();
     const keys: string[] = [];
-    let unblock!: () => void;
-    const blocked = new Promise<void>((r) => (unblock = r));
-    cleanups.push(() => unblock());
     await store.create("s1");
-    const lease = (await store.acquire("s1", { ownerId: "A", ttlMs: 200 }))!;
-    // A heartbeats until it "dies" (a slow first turn must not lose the lease early).
-    const beat = setInterval(
-      () => store.heartbeat({ ownerId: "A", ttlMs: 200 }).catch(() => {}),
-      40,
-    );
-    cleanups.push(() => clearInterval(beat));
-    const engineA = makeEngine({
+    const a = await startDyingOwner(store, "s1", {
       baseURL: server.baseURL,
       workspace: ws,
       idempotent: true,
-      act: async (_a, ctx) => {
-        keys.push(ctx!.idempotencyKey!);
-        await blocked;
-        return "late";
-      },
+      onRun: (ctx) => keys.push(ctx!.idempotencyKey!),
     });
-    engineA.hook = new StoreHook(store, lease).attach(engineA);
-    const streamA = (async () => {
-      for await (const _ of engineA.run("go")) { /* drain */ }
-    })();
-    await until(() => keys.length === 1, "the tool to start");
-    clearInterval(beat); // A dies
-    await wait(300); // its lease lapses
+    cleanups.push(() => a.finish());
+    await a.started;
+    await a.die();
     const worker = new SessionWorker(store, {
       pollMs: 20,
       createEngine: ({ messages }) =>
@@ -213,8 +131,7 @@ for (const [label, makeStore, skip] of stores) {
     assert.equal(keys.length, 2);
     assert.equal(keys[0], keys[1]);
     assert.match(keys[0], /^tool_result:/);
-    unblock();
-    await streamA;
+    await a.finish();
   });
 
   t("an approval answered elsewhere wakes the turn holding its lease", async (store) => {
@@ -296,7 +213,7 @@ for (const [label, makeStore, skip] of stores) {
     const restored = restoreSession((await store.load("s1"))!);
     assert.match(String(restored.messages.at(-1)?.content), /done after ran by B 1/);
   });
-}
+});
 
 test("a tool whose start cannot be made durable does not run", async () => {
   const { server, ws } = await setup();

@@ -1,28 +1,15 @@
-import { afterEach, test } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
 import type { SessionStore, StoredEvent } from "./mod.ts";
 import { store as target, testing } from "../tests/_target.ts";
-import { removeDir, tempWorkspace } from "../tests/_util.ts";
+import { cleanupsAfterEach, removeDir, tempWorkspace, until } from "../tests/_util.ts";
 import { actThenAnswer, makeEngine } from "../tests/_store_engine.ts";
 
 // The code under test: the source tree, or the npm build (tests/_target.ts).
 const { MemorySessionStore, restoreSession, SessionWorker, StoreHook } = target;
 const { MockOpenAIServer } = testing;
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-
-const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until(fn: () => Promise<boolean> | boolean, what: string): Promise<void> {
-  for (let i = 0; i < 1200; i++) {
-    if (await fn()) return;
-    await wait(25);
-  }
-  throw new Error(`Timed out waiting for ${what}`);
-}
+const cleanups = cleanupsAfterEach();
 
 /** `data.seq` of the engine's events in the log (host lines such as `inbox` have none). */
 function engineSeqs(events: StoredEvent[]): number[] {

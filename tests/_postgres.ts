@@ -7,6 +7,7 @@
  *
  * @module
  */
+import { after } from "node:test";
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import net from "node:net";
@@ -124,6 +125,21 @@ export async function startPostgres(): Promise<TestPostgres | { skip: string }> 
   // Also when the test runner exits without running `after` hooks: never leave a server behind.
   process.once("exit", () => server.stop());
   return server;
+}
+
+/**
+ * {@link startPostgres} for a test file: the server is stopped after the file's tests. With
+ * `skip` (a reason), no server is started and that reason is returned.
+ */
+export async function postgresForTests(
+  skip?: string | false,
+): Promise<TestPostgres | { skip: string }> {
+  if (skip) return { skip };
+  const pg = await startPostgres();
+  after(() => {
+    if (!("skip" in pg)) pg.stop();
+  });
+  return pg;
 }
 
 let prefixCounter = 0;

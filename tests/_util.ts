@@ -3,6 +3,7 @@
  *
  * @module
  */
+import { afterEach } from "node:test";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -45,4 +46,41 @@ export function types(events: WsEvent[]): string[] {
 /** Events of one type. */
 export function ofType(events: WsEvent[], type: string): WsEvent[] {
   return events.filter((e) => e.type === type);
+}
+
+/** Resolves after `ms` milliseconds. */
+export function wait(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/**
+ * Polls `check` every 25 ms until it returns true.
+ *
+ * @param what Named in the error.
+ * @param timeoutMs Give up after this many ms (default 60,000).
+ * @throws {Error} "Timed out waiting for <what>".
+ */
+export async function until(
+  check: () => Promise<boolean> | boolean,
+  what: string,
+  timeoutMs = 60_000,
+): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (Date.now() < end) {
+    if (await check()) return;
+    await wait(25);
+  }
+  throw new Error(`Timed out waiting for ${what}`);
+}
+
+/**
+ * A list of clean-ups run after each test of the calling file, last pushed first (servers,
+ * workers, stores, temp folders).
+ */
+export function cleanupsAfterEach(): (() => Promise<void> | void)[] {
+  const cleanups: (() => Promise<void> | void)[] = [];
+  afterEach(async () => {
+    for (const c of cleanups.splice(0).reverse()) await c();
+  });
+  return cleanups;
 }

@@ -5,7 +5,7 @@
 // answers an approval from its card, reconnects after its front end restarts (an approval
 // answered elsewhere meanwhile; no event shown twice), stops a running command, and closes an
 // approval card that a Stop cancelled.
-import { after, afterEach, test } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import os from "node:os";
@@ -14,9 +14,10 @@ import process from "node:process";
 import { fileURLToPath } from "node:url";
 import type { Request } from "playwright-core";
 import { MockOpenAIServer, type RecordedRequest, type ScriptedTurn } from "../../testing/mod.ts";
-import { startPostgres, uniquePrefix } from "../../tests/_postgres.ts";
+import { postgresForTests, uniquePrefix } from "../../tests/_postgres.ts";
 import { ClusterFrontEnd, createClusterWorker, openClusterStore } from "./cluster.ts";
 import { testConfig } from "./_test_util.ts";
+import { cleanupsAfterEach, until } from "../../tests/_util.ts";
 
 const CHROMIUM = "/usr/bin/chromium";
 const ARTIFACTS = fileURLToPath(new URL("../../.ci/artifacts/", import.meta.url));
@@ -38,27 +39,10 @@ if (missing.length && process.env.CI_REQUIRE_REAL === "1") {
   throw new Error(`Cannot run the browser test: missing ${missing.join(", ")}`);
 }
 // startPostgres throws under CI_REQUIRE_REAL=1 when PostgreSQL is missing.
-const pg = missing.length ? { skip: `missing ${missing.join(", ")}` } : await startPostgres();
+const pg = await postgresForTests(missing.length ? `missing ${missing.join(", ")}` : false);
 const skip = "skip" in pg ? pg.skip : false;
-after(() => {
-  if (!("skip" in pg)) pg.stop();
-});
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-
-const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until(check: () => Promise<boolean> | boolean, what: string, ms = 30_000) {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await check()) return;
-    await wait(50);
-  }
-  throw new Error(`Timed out waiting for ${what}`);
-}
+const cleanups = cleanupsAfterEach();
 
 /** Whether a `sleep <nap>` process is alive (Linux: /proc). */
 function sleeping(nap: string): boolean {

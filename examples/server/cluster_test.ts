@@ -3,7 +3,7 @@
 // tenant's model. A worker is killed (SIGKILL) while a tool runs; every session still completes,
 // every client sees every event once and in order across a reconnect to the other front end,
 // and no tool runs twice.
-import { after, afterEach, test } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn } from "node:child_process";
 import fs from "node:fs";
@@ -13,10 +13,11 @@ import process from "node:process";
 import { fileURLToPath } from "node:url";
 import { MockOpenAIServer, type RecordedRequest, type ScriptedTurn } from "../../testing/mod.ts";
 import { PostgresSessionStore } from "../../store/mod.ts";
-import { startPostgres, uniquePrefix } from "../../tests/_postgres.ts";
+import { postgresForTests, uniquePrefix } from "../../tests/_postgres.ts";
 import { ClusterFrontEnd, createClusterWorker, openClusterStore } from "./cluster.ts";
 import { configFromEnv } from "./config.ts";
 import { call, testConfig } from "./_test_util.ts";
+import { cleanupsAfterEach, until } from "../../tests/_util.ts";
 
 const MAIN = fileURLToPath(new URL("./main.ts", import.meta.url));
 const isDeno = typeof (globalThis as { Deno?: unknown }).Deno !== "undefined";
@@ -24,27 +25,10 @@ const nodeFlags = process.execArgv.filter((a) => /^--(experimental|no-warnings)/
 const runtimeSkip = isDeno || nodeFlags.some((a) => a.includes("transform-types"))
   ? false
   : "the server is TypeScript: run with Deno or node --experimental-transform-types";
-const pg = runtimeSkip ? { skip: runtimeSkip } : await startPostgres();
+const pg = await postgresForTests(runtimeSkip);
 const skip = "skip" in pg ? pg.skip : false;
-after(() => {
-  if (!("skip" in pg)) pg.stop();
-});
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-
-const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until(check: () => Promise<boolean> | boolean, what: string, ms = 60_000) {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await check()) return;
-    await wait(50);
-  }
-  throw new Error(`Timed out waiting for ${what}`);
-}
+const cleanups = cleanupsAfterEach();
 
 interface Proc {
   child: ChildProcess;
