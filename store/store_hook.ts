@@ -153,6 +153,22 @@ export class StoreHook implements EngineHook {
     }));
   }
 
+  /**
+   * The stored `tool_finished` carries the result the model got (`content`, already within the
+   * result budget), so a session rebuilt from the log after a crash gives the model the whole
+   * result, not the event's 200-character preview.
+   */
+  #withResult(data: Record<string, unknown>): Record<string, unknown> {
+    const messages = this.#engine?.messages ?? [];
+    for (let i = messages.length - 1; i >= 0; i--) {
+      const m = messages[i];
+      if (m.role === "tool" && m.tool_call_id === data.reqId) {
+        return typeof m.content === "string" ? { ...data, content: m.content } : data;
+      }
+    }
+    return data;
+  }
+
   /** Records an event (the engine calls it for each one). */
   onEvent(type: string, data: Record<string, unknown>): void {
     if (this.#detached || this.#failed) return;
@@ -182,7 +198,8 @@ export class StoreHook implements EngineHook {
     }
     this.#flushDelta();
     const idemKey = typeof data.idemKey === "string" ? data.idemKey : undefined;
-    this.#ops.push({ event: { kind: type, payload: data, ...(idemKey ? { idemKey } : {}) } });
+    const payload = type === "tool_finished" ? this.#withResult(data) : data;
+    this.#ops.push({ event: { kind: type, payload, ...(idemKey ? { idemKey } : {}) } });
     if (this.#engine && CHECKPOINT_EVENTS.has(type)) {
       try {
         this.#ops.push({ checkpoint: this.snapshot() });
@@ -365,7 +382,8 @@ export function restoreSession(
             role: "tool",
             tool_call_id: d.reqId,
             name: String(d.name ?? ""),
-            content: JSON.stringify({
+            // Logs written before the result was stored hold only the event's preview.
+            content: typeof d.content === "string" ? d.content : JSON.stringify({
               status: d.status,
               recovered: true,
               note: "This tool call finished before the process stopped, but only the start " +

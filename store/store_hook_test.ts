@@ -91,3 +91,48 @@ test("a coalesced delta is stored with the seq of its last part", async () => {
     ["assistant_delta", "abc", 7],
   ]);
 });
+
+test("a tool result stored with tool_finished comes back whole after a crash", async () => {
+  const server = await new MockOpenAIServer({ turns: actThenAnswer }).start();
+  const ws = tempWorkspace();
+  const store: SessionStore = new MemorySessionStore();
+  cleanups.push(() => server.close(), () => removeDir(ws), () => store.close());
+  await store.create("s1");
+  const lease = (await store.acquire("s1", { ownerId: "A", ttlMs: 60_000 }))!;
+  const long = "line of output\n".repeat(100); // far past the 200-char preview
+  const engine = makeEngine({ baseURL: server.baseURL, workspace: ws, act: () => long });
+  const hook = new StoreHook(store, lease).attach(engine);
+  engine.hook = hook;
+  for await (const _ of engine.run("go")) { /* to the store */ }
+  await hook.flush();
+  const events = await store.read("s1", 0);
+  const finished = events.find((e) => e.kind === "tool_finished")!;
+  const stored = engine.messages.find((m) => m.role === "tool")!;
+  assert.equal(finished.payload.content, stored.content);
+  // Rebuilt from the events alone (as when the checkpoint after the tool was never written).
+  const upToTool = events.slice(0, events.indexOf(finished) + 1);
+  const { messages } = restoreSession({
+    sessionId: "s1",
+    status: "running",
+    meta: {},
+    events: upToTool,
+    approvals: [],
+    inbox: [],
+    lastSeq: finished.seq,
+  });
+  const recovered = messages.find((m) => m.role === "tool")!;
+  assert.equal(recovered.content, stored.content);
+  assert.ok(String(recovered.content).includes(long.trim()));
+  // A log from before results were stored still gives the preview, marked as partial.
+  const { content: _, ...old } = finished.payload;
+  const legacy = restoreSession({
+    sessionId: "s1",
+    status: "running",
+    meta: {},
+    events: [...upToTool.slice(0, -1), { ...finished, payload: old }],
+    approvals: [],
+    inbox: [],
+    lastSeq: finished.seq,
+  });
+  assert.match(String(legacy.messages.find((m) => m.role === "tool")!.content), /result_preview/);
+});

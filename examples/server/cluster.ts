@@ -532,9 +532,15 @@ export class ClusterFrontEnd {
       });
       for await (const e of events) {
         if (ac.signal.aborted) break;
-        const data = e.kind === "permission_required"
-          ? { ...e.payload, fields: approvalFields(e.payload as { name: string }) }
-          : e.payload;
+        let data = e.payload;
+        if (e.kind === "permission_required") {
+          data = { ...data, fields: approvalFields(data as { name: string }) };
+        } else if (e.kind === "tool_finished" && "content" in data) {
+          // The stored result is for rebuilding the session; clients get the event as the
+          // engine emits it (with its preview), as in single-process mode.
+          const { content: _, ...rest } = data;
+          data = rest;
+        }
         const frame = `id: ${e.seq}\nevent: ${e.kind}\ndata: ${
           JSON.stringify({ ...data, seq: e.seq })
         }\n\n`;
