@@ -27,6 +27,8 @@ import {
   sleep,
   type StoreCapabilities,
   type StoredEvent,
+  type SubmitItem,
+  type SubmitKind,
   type SubmitResult,
   type TailOptions,
   ttlOf,
@@ -267,14 +269,14 @@ export abstract class LocalStore implements SessionStore {
 
   submit(
     sessionId: string,
-    item: { kind: "user_input" | "cancel"; payload: Record<string, unknown>; idemKey: string },
+    item: SubmitItem,
   ): Promise<SubmitResult> {
     return guard(() => this.#submit(sessionId, item));
   }
 
   #submit(
     sessionId: string,
-    item: { kind: "user_input" | "cancel"; payload: Record<string, unknown>; idemKey: string },
+    item: SubmitItem,
   ): Promise<SubmitResult> {
     checkItem(item);
     const r = this.rec(sessionId);
@@ -598,11 +600,14 @@ export function checkEvents(events: NewEvent[]): void {
   }
 }
 
+/** The kinds `submit` takes. */
+const SUBMIT_KINDS: ReadonlySet<string> = new Set<SubmitKind>(["user_input", "cancel", "retry"]);
+
 /** Validates a submitted item. */
 export function checkItem(item: { kind: string; payload: unknown; idemKey: string }): void {
-  if (!item || (item.kind !== "user_input" && item.kind !== "cancel")) {
+  if (!item || !SUBMIT_KINDS.has(item.kind)) {
     throw new TypeError(
-      `Cannot submit: kind ${JSON.stringify(item?.kind)} must be "user_input" or "cancel"`,
+      `Cannot submit: kind ${JSON.stringify(item?.kind)} must be "user_input", "cancel" or "retry"`,
     );
   }
   if (!item.payload || typeof item.payload !== "object") {

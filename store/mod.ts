@@ -43,6 +43,8 @@ export {
   type SessionStore,
   type StoreCapabilities,
   type StoredEvent,
+  type SubmitItem,
+  type SubmitKind,
   type SubmitResult,
   type TailOptions,
   type WakeOptions,

@@ -56,6 +56,7 @@ import {
   type SessionStore,
   type StoreCapabilities,
   type StoredEvent,
+  type SubmitItem,
   type SubmitResult,
   type TailOptions,
   ttlOf,
@@ -686,7 +687,7 @@ export class PostgresSessionStore implements SessionStore {
   /** {@inheritDoc SessionStore.submit} */
   submit(
     sessionId: string,
-    item: { kind: "user_input" | "cancel"; payload: Record<string, unknown>; idemKey: string },
+    item: SubmitItem,
   ): Promise<SubmitResult> {
     try {
       checkItem(item);

@@ -17,7 +17,8 @@
  * (`by: "cancel"`). The turn ends with `interrupted` and `turn_end{status:"interrupted"}`; a
  * tool call that was running gets an "interrupted" result. A parked session, or one whose
  * worker died after taking the cancel, is resumed and interrupted at once (nothing runs).
- * Inputs submitted after the cancel run as usual.
+ * Inputs submitted after the cancel run as usual. A `retry` item runs `engine.retry()` in its
+ * place in the queue (the last turn again, when it ended with a retriable error).
  *
  * A lease the heartbeat no longer returns (or a fenced write that fails) stops the session at
  * once: nothing more is written, the turn is interrupted, and the new owner carries on from the
@@ -400,7 +401,11 @@ export class SessionWorker {
       }
       const item = a.queue.shift()!;
       hook.setExtra({ inboxCursor: item.id });
-      await this.#turn(a, engine.run(String(item.payload.text ?? ""), `in_${item.id}`), false);
+      const taskId = `in_${item.id}`;
+      const stream = item.kind === "retry"
+        ? engine.retry(taskId) // nothing runs unless the last turn ended with a retriable error
+        : engine.run(String(item.payload.text ?? ""), taskId);
+      await this.#turn(a, stream, false);
     }
     if (a.lost || a.parked) return;
     try {
@@ -423,7 +428,7 @@ export class SessionWorker {
       if (item.kind === "cancel") {
         cancelled = true;
         a.queue.length = 0;
-      } else if (item.kind === "user_input") {
+      } else if (item.kind === "user_input" || item.kind === "retry") {
         a.queue.push(item);
       }
     }

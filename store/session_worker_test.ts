@@ -1,8 +1,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import type { StoredEvent } from "./mod.ts";
-import { store as target } from "../tests/_target.ts";
-import { cleanupsAfterEach, until } from "../tests/_util.ts";
+import { store as target, testing } from "../tests/_target.ts";
+import { cleanupsAfterEach, removeDir, tempWorkspace, until } from "../tests/_util.ts";
 import {
   eachStore,
   makeEngine,
@@ -212,6 +212,46 @@ eachStore(pg, "w", cleanups, (t) => {
     assertContiguous(events);
     const restored = restoreSession((await store.load("s1"))!);
     assert.match(String(restored.messages.at(-1)?.content), /done after ran by B 1/);
+  });
+
+  t("a retry item runs the last turn again after a retriable error, and nothing otherwise", async (
+    store,
+  ) => {
+    const server = await new testing.MockOpenAIServer({
+      turns: [{ text: ["par"], errorAfterDeltas: "cut" }, { text: "whole answer" }],
+    }).start();
+    const ws = tempWorkspace();
+    cleanups.push(() => server.close(), () => removeDir(ws));
+    const worker = new SessionWorker(store, {
+      pollMs: 20,
+      createEngine: ({ messages }) =>
+        makeEngine({ baseURL: server.baseURL, workspace: ws, messages, act: () => "unused" }),
+    });
+    cleanups.push(() => worker.stop());
+    worker.start();
+    const ends = async () =>
+      (await store.read("s1", 0)).filter((e) => e.kind === "turn_end").map((e) => e.payload.status);
+    await store.create("s1");
+    await store.submit("s1", { kind: "user_input", payload: { text: "hi" }, idemKey: "m1" });
+    await until(async () => (await ends()).length === 1, "the first turn");
+    assert.deepEqual(await ends(), ["error"]);
+    await store.submit("s1", { kind: "retry", payload: {}, idemKey: "r1" });
+    await until(async () => (await ends()).length === 2, "the retried turn");
+    assert.deepEqual(await ends(), ["error", "completed"]);
+    const events = await store.read("s1", 0);
+    assert.equal(events.filter((e) => e.kind === "turn_start").at(-1)?.payload.kind, "retry");
+    assert.equal(server.requests.length, 2);
+    // The model got the question once, not twice.
+    const sent = server.requests[1].body!.messages as { role: string }[];
+    assert.equal(sent.filter((m) => m.role === "user").length, 1);
+    // A retry with nothing to retry is taken and runs nothing.
+    await store.submit("s1", { kind: "retry", payload: {}, idemKey: "r2" });
+    await until(async () => {
+      const s = await store.load("s1");
+      return s?.status === "done" && s.inbox.length === 0;
+    }, "the second retry to be taken");
+    assert.deepEqual(await ends(), ["error", "completed"]);
+    assert.equal(server.requests.length, 2);
   });
 });
 

@@ -405,10 +405,10 @@ export function restoreSession(
         break;
       }
       case "inbox":
-        if (d.kind === "user_input") {
+        if (d.kind === "user_input" || d.kind === "retry") {
           inputs.push({
             id: Number(d.id),
-            kind: "user_input",
+            kind: d.kind,
             payload: (d.payload ?? {}) as Record<string, unknown>,
             idemKey: String(d.idemKey ?? ""),
             at: e.at,

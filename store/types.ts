@@ -83,11 +83,31 @@ export interface ApprovalRecord {
   decidedAt?: string;
 }
 
-/** Input for a session from any process: a user message or a cancel request. */
+/**
+ * What {@link SessionStore.submit} queues:
+ * - `user_input` (payload `{text}`): a message; each runs as one turn, in order;
+ * - `cancel`: interrupts the running turn (or ends a parked one without running anything) and
+ *   drops the inputs queued before it;
+ * - `retry`: runs `engine.retry()` — the last turn again, when it ended with a retriable error
+ *   (manual §9.4); nothing otherwise.
+ */
+export type SubmitKind = "user_input" | "cancel" | "retry";
+
+/** An item for {@link SessionStore.submit}. */
+export interface SubmitItem {
+  /** What it asks for. */
+  kind: SubmitKind;
+  /** Its data (`{text}` for `user_input`). */
+  payload: Record<string, unknown>;
+  /** Idempotency key: a second submit with the same key is a `duplicate`. */
+  idemKey: string;
+}
+
+/** Input for a session from any process: a user message, a cancel or a retry request. */
 export interface InboxItem {
   /** Position in the session's inbox (1, 2, 3, …). */
   id: number;
-  /** `user_input` (payload `{text}`), `cancel`, or `approval` (written by `answerApproval`). */
+  /** A {@link SubmitKind}, or `approval` (written by `answerApproval`). */
   kind: string;
   /** The item's data. */
   payload: Record<string, unknown>;
@@ -229,10 +249,7 @@ export interface SessionStore {
    * Queues input for the session (any process); a session that is not running becomes
    * `runnable`.
    */
-  submit(
-    sessionId: string,
-    item: { kind: "user_input" | "cancel"; payload: Record<string, unknown>; idemKey: string },
-  ): Promise<SubmitResult>;
+  submit(sessionId: string, item: SubmitItem): Promise<SubmitResult>;
   /**
    * Answers a pending approval (any process). The first answer wins; a parked session becomes
    * `runnable`, and a turn holding its lease is woken.

@@ -25,6 +25,7 @@
  * | POST | `/sessions/:id/messages` | `{text}` → 202 `{status: "queued" \| "duplicate"}`; header `Idempotency-Key` makes a retry safe |
  * | GET | `/sessions/:id/events` | SSE of the session's events after `Last-Event-ID` (or `?after=N`, default 0), kept open |
  * | POST | `/sessions/:id/approvals/:reqId` | `{outcome}`; 409 when it was already answered |
+ * | POST | `/sessions/:id/retry` | → 202 `{status}`: the last turn again, when it ended with a retriable error (manual §9.4); 409 otherwise |
  * | POST | `/sessions/:id/interrupt` | → 202 `{status}`: a `cancel` in the inbox; the worker running the turn interrupts it (tool processes killed, open approvals closed), inputs sent before it are dropped; `Idempotency-Key` as for messages |
  *
  * The browser page at `/` speaks both modes (it reads `mode` from `GET /sessions/:id`).
@@ -451,6 +452,26 @@ export class ClusterFrontEnd {
         idemKey: idempotencyKey(req),
       });
       if (result === "unknown") throw new HttpError(404, "not found");
+      return this.#json(res, 202, { status: result });
+    }
+    if (parts.length === 3 && method === "POST" && action === "retry") {
+      await this.#body(req);
+      const loaded = await store.load(id);
+      if (!loaded) throw new HttpError(404, "not found");
+      const mark = restoreSession(loaded).messages.at(-1)?.turnEnd as
+        | { status?: string; retriable?: boolean }
+        | undefined;
+      if (!(mark?.status === "error" && mark.retriable === true)) {
+        throw new HttpError(
+          409,
+          "nothing to retry: the last turn did not end with a retriable error",
+        );
+      }
+      const result = await store.submit(id, {
+        kind: "retry",
+        payload: {},
+        idemKey: idempotencyKey(req),
+      });
       return this.#json(res, 202, { status: result });
     }
     if (parts.length === 3 && method === "POST" && action === "interrupt") {

@@ -440,6 +440,10 @@ test(
     assert.equal(bad.status, 400);
     const approval = (outcome: string) =>
       call(`${url}/sessions/${id}/approvals/call_x`, acme, "POST", { outcome });
+    // Nothing to retry: the session has not run a turn.
+    const retry = await call(`${url}/sessions/${id}/retry`, acme, "POST", {});
+    assert.equal(retry.status, 409);
+    assert.match(String(retry.body.error), /nothing to retry/);
     assert.equal((await approval("maybe")).status, 400);
     assert.equal((await approval("once")).status, 404);
     assert.equal((await call(`${url}/sessions/s-0000000000000000`, acme, "GET")).status, 404);

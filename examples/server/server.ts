@@ -28,6 +28,7 @@
  * | POST | `/sessions/:id/messages` | `{text}` → SSE of the turn |
  * | POST | `/sessions/:id/resume` | SSE of `engine.resume()` (after a restart) |
  * | POST | `/sessions/:id/approvals/:reqId` | `{outcome: once/always_tool/always_command/deny}` |
+ * | POST | `/sessions/:id/retry` | SSE of `engine.retry()` after a retriable error (manual §9.4); 409 when there is none |
  * | POST | `/sessions/:id/interrupt` | stops the running turn |
  * | GET | `/sessions/:id/turns` | turns with changes (VCS, manual §17.2) |
  * | GET | `/sessions/:id/turns/:n/diff` | the turn's patch |
@@ -422,6 +423,16 @@ export class AgentServer {
       await this.#body(req);
       return this.#streamTurn(rt, res, () => rt.engine.resume());
     }
+    if (parts.length === 3 && method === "POST" && action === "retry") {
+      await this.#body(req);
+      if (!canRetry(rt.engine)) {
+        throw new HttpError(
+          409,
+          "nothing to retry: the last turn did not end with a retriable error",
+        );
+      }
+      return this.#streamTurn(rt, res, () => rt.engine.retry());
+    }
     if (parts.length === 3 && method === "POST" && action === "interrupt") {
       await this.#body(req);
       const running = rt.engine.running;
@@ -489,6 +500,8 @@ export class AgentServer {
       pendingApprovals: pending,
       // Calls left without results by a restart: POST /resume asks for them again.
       needsResume: !rt.engine.running && pendingCalls(rt.engine.messages).length > 0,
+      // The last turn ended with a retriable error (manual §9.4): POST /retry runs it again.
+      canRetry: canRetry(rt.engine),
       vcs: rt.vcs !== null,
     };
   }
@@ -576,4 +589,13 @@ export class AgentServer {
       if (!gone) res.end();
     }
   }
+}
+
+/** Whether the engine's last turn ended with a retriable error (`engine.retry()` would run). */
+function canRetry(engine: TurnEngine): boolean {
+  if (engine.running) return false;
+  const mark = engine.messages.at(-1)?.turnEnd as
+    | { status?: string; retriable?: boolean }
+    | undefined;
+  return mark?.status === "error" && mark.retriable === true;
 }

@@ -339,3 +339,29 @@ test("the page and its scripts are served without auth, types stripped", async (
   assert.ok(!/import type/.test(view));
   assert.equal((await fetch(`${s.url}/assets/../config.ts`)).status, 404);
 });
+
+test("POST /retry runs a turn that ended with a retriable error again, and only then", async () => {
+  const s = await start({
+    acme: [{ text: ["partial"], errorAfterDeltas: "cut" }, { text: "whole answer" }],
+  });
+  const id = await newSession(s, "acme");
+  const token = s.tenants.acme.token;
+  const first = await sse(`${s.url}/sessions/${id}/messages`, token, { text: "hi" });
+  const error = first.frames.find((f) => f.type === "error");
+  assert.equal(error?.data.retriable, true);
+  assert.equal(first.frames.at(-1)?.data.status, "error");
+  assert.equal((await call(`${s.url}/sessions/${id}`, token, "GET")).body.canRetry, true);
+  const again = await sse(`${s.url}/sessions/${id}/retry`, token, {});
+  assert.equal(again.status, 200);
+  assert.equal(again.frames.at(-1)?.data.status, "completed");
+  assert.match(
+    again.frames.filter((f) => f.type === "assistant_delta").map((f) => f.data.text).join(""),
+    /whole answer/,
+  );
+  assert.equal((await call(`${s.url}/sessions/${id}`, token, "GET")).body.canRetry, false);
+  const twice = await call(`${s.url}/sessions/${id}/retry`, token, "POST", {});
+  assert.equal(twice.status, 409);
+  assert.match(String(twice.body.error), /nothing to retry/);
+  const other = await call(`${s.url}/sessions/${id}/retry`, "token-of-none-0123456789", "POST");
+  assert.equal(other.status, 401);
+});
