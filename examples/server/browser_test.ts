@@ -41,10 +41,21 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-/** The model: a write that needs approval, then a long shell command. */
+let flaky = 0;
+
+/**
+ * The model: a write that needs approval, then a long shell command, then an answer whose first
+ * stream is cut off (a retriable error) and whose retry succeeds.
+ */
 function script(request: RecordedRequest): ScriptedTurn {
   const body = JSON.stringify(request.body ?? {});
-  const lastUser = [...body.matchAll(/(Write a greeting|Run the long job)/g)].at(-1)?.[1];
+  const lastUser = [...body.matchAll(/(Write a greeting|Run the long job|Answer shakily)/g)].at(-1)
+    ?.[1];
+  if (lastUser === "Answer shakily") {
+    return flaky++ === 0
+      ? { text: ["Partial"], errorAfterDeltas: "cut" }
+      : { text: ["Recovered ", "answer."] };
+  }
   const hasResult = (id: string) =>
     body.includes(`"${id}"`) && /function_call_output|"tool"/.test(body);
   if (lastUser === "Write a greeting") {
@@ -147,6 +158,17 @@ test("the page streams a turn, approves a write from the card and interrupts a l
   await page.locator('.turn-end[data-status="interrupted"]').waitFor();
   await page.locator('.tool[data-req="s1"][data-status="interrupted"]').waitFor();
   assert.equal(await page.locator("#send").isDisabled(), false);
+
+  // 6. A stream cut off mid-answer is a retriable error: Retry runs the turn again.
+  await page.fill("#input", "Answer shakily");
+  await page.click("#send");
+  const retry = page.locator(".msg.error button.retry");
+  await retry.waitFor();
+  await page.locator('.turn-end[data-status="error"]').waitFor();
+  await retry.click();
+  await page.locator(".msg.assistant", { hasText: "Recovered answer." }).waitFor();
+  await page.locator('.turn-end[data-status="completed"]').last().waitFor();
+  assert.equal(await retry.isDisabled(), true);
   await page.screenshot({ path: path.join(ARTIFACTS, "page.png"), fullPage: true });
 
   assert.deepEqual(problems, []);

@@ -292,9 +292,12 @@ class TurnView {
           el("div", "note", "Waiting for an answer (the session is parked until someone answers)."),
         );
         break;
-      case "error":
-        log.appendChild(el("div", "msg error", `Error: ${String(data.error ?? "")}`));
+      case "error": {
+        const box = log.appendChild(el("div", "msg error", `Error: ${String(data.error ?? "")}`));
+        // A retriable error (manual §9.4): the turn can be run again (POST /retry).
+        if (data.retriable === true) box.appendChild(retryButton());
         break;
+      }
       case "interrupted":
         log.appendChild(el("div", "note", "Interrupted."));
         break;
@@ -424,6 +427,33 @@ async function readFrames(
       onFrame(frame);
     }
   }
+}
+
+/**
+ * A Retry button for a retriable error: runs the last turn again (single-process mode: the SSE
+ * of `POST /retry`; cluster mode: a retry queued for the workers, whose events come on the
+ * session's stream). It disables itself once used.
+ */
+function retryButton(): HTMLButtonElement {
+  const button = el("button", "retry", "Retry") as HTMLButtonElement;
+  button.type = "button";
+  button.addEventListener("click", () => {
+    if (busy) return;
+    button.disabled = true;
+    const path = `/sessions/${sessionId}/retry`;
+    if (mode === "cluster") {
+      void postOnce(path, {}).then(async (res) => {
+        if (res.ok) return;
+        const err = await res.json().catch(() => ({ error: res.statusText }));
+        log.appendChild(el("div", "msg error", `${res.status}: ${err.error}`));
+      }).catch(() => {
+        button.disabled = false;
+      });
+    } else {
+      void stream(path, {});
+    }
+  });
+  return button;
 }
 
 /** POSTs to a streaming route and feeds each SSE frame to a new {@link TurnView}. */
