@@ -28,6 +28,7 @@ import {
 } from "../tools/mod.ts";
 import {
   ApprovalOutcome,
+  type FileToolIsolation,
   isolateFileTools,
   Mode,
   PermissionEngine,
@@ -225,13 +226,6 @@ export function createDefaultEngine(opts: CreateEngineOpts): TurnEngine {
   registerShellTool(registry, workspace, {
     wrapCommand: (command) => wrapWithSandbox(sandbox, command, { workspace }),
   });
-  if (sandbox.deno) {
-    try {
-      isolateFileTools(registry, workspace);
-    } catch (e) {
-      throw new EngineConfigError(`Cannot create engine: ${(e as Error).message}`, "bad_option");
-    }
-  }
   registerSearchTool(registry, workspace);
   registerAskTool(registry);
   // Tool suite part A (issue 4): git, patches, the task list (restored from `messages`).
@@ -248,13 +242,24 @@ export function createDefaultEngine(opts: CreateEngineOpts): TurnEngine {
   registerPlanTool(registry);
   registerDirectoryTool(registry);
   registerMediaTool(registry, workspace);
+  // sandbox.deno (DESIGN §5): the tools that touch files run in a child deno process, the
+  // explore subagent's read-only ones too.
+  let isolation: FileToolIsolation | undefined;
   registerExploreTool(registry, {
     workspace,
     provider,
     lang,
     hookFactory: opts.subagentHookFactory,
     toolResultDir: opts.toolResultDir,
+    extraTools: sandbox.deno ? (r) => void isolation?.route(r, { readOnly: true }) : undefined,
   });
+  if (sandbox.deno) {
+    try {
+      isolation = isolateFileTools(registry, workspace);
+    } catch (e) {
+      throw new EngineConfigError(`Cannot create engine: ${(e as Error).message}`, "bad_option");
+    }
+  }
   const permissions = new PermissionEngine({
     workspaceRoot: workspace,
     mode: opts.mode ?? Mode.INTERACTIVE,

@@ -5,7 +5,9 @@
  * (`.cjs`) entry with `.d.mts`/`.d.cts` declarations; npm packages stay external and become
  * `dependencies` with the ranges of the `imports` map (only those the built code loads);
  * `package.json` gets name, version and licence from `deno.json`, `engines.node >= 22` and
- * `sideEffects: false`; README.md and LICENSE are copied.
+ * `sideEffects: false`; README.md and LICENSE are copied. Modules the package starts as their own
+ * process ({@link STANDALONE_ENTRIES}: the isolated file-tool child of `sandbox.deno`) are
+ * bundled into one self-contained `.mjs` each, placed next to the built code that starts them.
  *
  * The bundler is tsdown 0.21 (rolldown + rolldown-plugin-dts): a maintained library bundler
  * that writes dual ESM/CJS output with shared chunks (one copy of each class for all subpaths)
@@ -69,6 +71,47 @@ export interface BuildNpmOptions {
   allowMissing?: boolean;
 }
 
+/**
+ * A module the package starts as its own process instead of importing it: built into one
+ * self-contained ESM file (its npm packages bundled in) and placed next to every built file that
+ * loads it with `new URL("./<name>.ts", import.meta.url)`, a reference the build rewrites to
+ * `./<output>` (npm/_bundle.mjs).
+ */
+export interface StandaloneEntry {
+  /** Source file, relative to the project root (`./permissions/_file_tool_child.ts`). */
+  source: string;
+  /** Name of the bundled file (`_file_tool_child.mjs`). */
+  output: string;
+  /** npm packages left out of the bundle because its code never loads them. */
+  external: string[];
+}
+
+/**
+ * The standalone entries of the package: the isolated file-tool child of `sandbox.deno`
+ * (DESIGN §5), run as `deno run --no-config <file>`, where nothing could resolve a bare import.
+ * `undici` and `fetch-socks` are loaded only for a SOCKS proxy, which the child never uses (its
+ * environment is cleared and it fetches no URL).
+ */
+export const STANDALONE_ENTRIES: readonly StandaloneEntry[] = [{
+  source: "./permissions/_file_tool_child.ts",
+  output: "_file_tool_child.mjs",
+  external: ["undici", "fetch-socks"],
+}];
+
+/**
+ * The files a built module loads relative to its own location:
+ * `new URL("./x", import.meta.url)` in ESM, and the form tsdown gives it in CommonJS
+ * (`new URL("./x", require("url").pathToFileURL(__filename).href)`).
+ *
+ * @param code Built JavaScript.
+ * @returns The relative specifiers, in order of appearance.
+ */
+export function relativeUrlReferences(code: string): string[] {
+  const re =
+    /new URL\(\s*["'](\.{1,2}\/[^"']+)["']\s*,\s*(?:import\.meta\.url|require\(["'](?:node:)?url["']\)\.pathToFileURL\(__filename\)\.href)\s*\)/g;
+  return [...code.matchAll(re)].map((m) => m[1]);
+}
+
 /** What {@link buildNpm} produced. */
 export interface BuildNpmResult {
   /** The `deno.json` the build read. */
@@ -92,11 +135,42 @@ function listFiles(dir: string, prefix = ""): string[] {
 }
 
 /**
+ * Copies each bundled standalone entry from `builtDir` next to every built file that loads it.
+ *
+ * @throws {Error} "Cannot build the npm package: …" when an entry was not built, or no built
+ *   file loads it (its reference in the source changed and was not rewritten).
+ */
+function placeStandaloneEntries(builtDir: string): void {
+  const files = listFiles(DIST_DIR).filter((f) => /\.[mc]js$/.test(f));
+  for (const entry of STANDALONE_ENTRIES) {
+    const built = path.join(builtDir, entry.output);
+    if (!existsSync(built)) {
+      throw new Error(`Cannot build the npm package: ${entry.source} was not bundled`);
+    }
+    const dirs = new Set<string>();
+    for (const file of files) {
+      const code = readFileSync(path.join(DIST_DIR, file), "utf8");
+      if (relativeUrlReferences(code).includes(`./${entry.output}`)) {
+        dirs.add(path.dirname(file));
+      }
+    }
+    if (dirs.size === 0) {
+      throw new Error(
+        `Cannot build the npm package: no built file loads ${entry.output} (${entry.source} ` +
+          `is started as new URL("./${path.basename(entry.source)}", import.meta.url))`,
+      );
+    }
+    for (const dir of dirs) copyFileSync(built, path.join(DIST_DIR, dir, entry.output));
+  }
+}
+
+/**
  * Builds `npm/dist/` from `deno.json`.
  *
  * @throws {Error} "Cannot build the npm package: …" when tsdown fails, when the built code
  *   imports a package that `deno.json` `imports` does not declare (or a bare Node built-in),
- *   or when an export's files are missing from the output.
+ *   when an export's files are missing from the output, or when a built file loads a file
+ *   relative to itself that is not in the package.
  */
 export async function buildNpm(
   options: BuildNpmOptions = {},
@@ -120,12 +194,15 @@ export async function buildNpm(
 
   const tmp = mkdtempSync(path.join(os.tmpdir(), "zqagent-npm-build-"));
   try {
+    const standaloneDir = path.join(tmp, "standalone");
     const plan = {
       root: ROOT,
       entry: bundleEntries(manifest),
       outDir: DIST_DIR,
       tsconfig: path.join(NPM_DIR, "tsconfig.build.json"),
       quiet: options.quiet ?? false,
+      standalone: STANDALONE_ENTRIES,
+      standaloneDir,
     };
     const planFile = path.join(tmp, "plan.json");
     writeFileSync(planFile, JSON.stringify(plan));
@@ -134,6 +211,7 @@ export async function buildNpm(
       planFile,
       TOOLS_DIR,
     ], { cwd: NPM_DIR });
+    placeStandaloneEntries(standaloneDir);
   } finally {
     rmSync(tmp, { recursive: true, force: true });
   }
@@ -154,17 +232,14 @@ export async function buildNpm(
   }
   // Files a module loads relative to its own URL must be in the package too.
   for (const file of files) {
-    if (!file.endsWith(".mjs")) continue;
+    if (!/\.[mc]js$/.test(file)) continue;
     const code = readFileSync(path.join(DIST_DIR, file), "utf8");
-    for (
-      const m of code.matchAll(
-        /new URL\(\s*["'](\.{1,2}\/[^"']+)["']\s*,\s*import\.meta\.url/g,
-      )
-    ) {
-      const target = path.posix.join(path.posix.dirname(file), m[1]);
+    for (const ref of relativeUrlReferences(code)) {
+      const target = path.posix.join(path.posix.dirname(file), ref);
       if (!have(target)) {
-        console.warn(
-          `warning: dist/${file} loads ${m[1]} relative to itself; it is not in the npm package`,
+        throw new Error(
+          `Cannot build the npm package: dist/${file} loads ${ref} relative to itself, and ` +
+            "it is not in the package",
         );
       }
     }

@@ -9,7 +9,9 @@
  * 3. `@arethetypeswrong/cli --profile node16`: green for node16 (CJS), node16 (ESM), bundler;
  * 4. smoke test of the tarball in a throwaway Node 22 project: `import` and `require` of every
  *    subpath, and a complete turn with tool calls and an approval against `MockOpenAIServer`
- *    (npm/smoke/);
+ *    (npm/smoke/); then, under Deno, the installed ESM build's isolated file tools
+ *    (`sandbox.deno`) run in the child the package ships and refuse paths outside the workspace
+ *    (npm/smoke/smoke_deno.mjs);
  * 5. store-npm: the distributed-session store suite (every `store/*_test.ts` and
  *    tests/target_test.ts) on Node 22 against the packed build, installed once (with its
  *    dependencies, `pg` among them, as `npm install` gives a user) in the throwaway project of
@@ -127,7 +129,7 @@ async function installTarball(tarball: string, dir: string): Promise<void> {
 
 async function smoke(build: BuildNpmResult, dir: string): Promise<void> {
   const node = await node22Binary();
-  for (const f of ["_turn.cjs", "smoke.mjs", "smoke.cjs"]) {
+  for (const f of ["_turn.cjs", "smoke.mjs", "smoke.cjs", "smoke_deno.mjs"]) {
     copyFileSync(path.join(NPM_DIR, "smoke", f), path.join(dir, f));
   }
   const env = {
@@ -146,6 +148,12 @@ async function smoke(build: BuildNpmResult, dir: string): Promise<void> {
     cwd: dir,
     env,
   });
+  await mustRun("isolate the file tools of the packed build under Deno", denoBinary(), [
+    "run",
+    "-A",
+    "--no-lock",
+    "smoke_deno.mjs",
+  ], { cwd: dir, env });
 }
 
 /** One Node test may run this long (ms) before it fails; a hung test never blocks CI. */

@@ -18,6 +18,7 @@ import {
   queryGrant,
 } from "../_internal/deno_permissions.ts";
 import { RiskClass, type ToolMetadata } from "../tools/mod.ts";
+import { ISOLATED_FILE_TOOLS } from "./_file_tool_protocol.ts";
 import type { SandboxStatus } from "./sandbox.ts";
 
 /** Argument names that carry file paths (DESIGN §5). */
@@ -91,7 +92,8 @@ function toolPaths(args: Record<string, unknown>): string[] {
  *
  * - File tools (category `"fs"`) and `grep`: read (and, for writes, write) on every path
  *   argument, as written and as its real path; default path: the workspace. When the file
- *   tools run in a child deno process (`sandbox.deno`), the grant to run the deno binary instead.
+ *   tools run in a child deno process (`sandbox.deno`), the grant to run the deno binary instead;
+ *   the same for the patch tools and `media`, which also run there.
  * - `run_shell`: running the sandbox program (bwrap) or the shell, and the environment access
  *   a spawn needs under Deno (the whole environment, or `NODE_V8_COVERAGE` at least).
  *
@@ -110,21 +112,22 @@ export function missingRuntimeGrant(
   if (!metadata || !hasPermissionModel()) return null;
   const needs: GrantDescriptor[] = [];
   const isFs = metadata.category === "fs" || toolName === "grep";
-  if (isFs) {
-    if (context.sandbox.deno && metadata.category === "fs") {
-      const exec = denoExecPath();
-      if (exec) needs.push({ name: "run", command: exec });
-    } else {
-      const raw = toolPaths(args);
-      const targets = raw.length ? raw.map((p) => lexical(context.workspace, p)) : [
-        context.workspace,
-      ];
-      const write = metadata.riskClass === RiskClass.WRITE;
-      for (const t of targets) {
-        for (const p of new Set([t, realish(t)])) {
-          needs.push({ name: "read", path: p });
-          if (write) needs.push({ name: "write", path: p });
-        }
+  // Tools that run in the child deno process under `sandbox.deno` (grep may use ripgrep instead).
+  const inChild = context.sandbox.deno && toolName !== "grep" &&
+    (metadata.category === "fs" || ISOLATED_FILE_TOOLS.includes(toolName));
+  if (inChild) {
+    const exec = denoExecPath();
+    if (exec) needs.push({ name: "run", command: exec });
+  } else if (isFs) {
+    const raw = toolPaths(args);
+    const targets = raw.length ? raw.map((p) => lexical(context.workspace, p)) : [
+      context.workspace,
+    ];
+    const write = metadata.riskClass === RiskClass.WRITE;
+    for (const t of targets) {
+      for (const p of new Set([t, realish(t)])) {
+        needs.push({ name: "read", path: p });
+        if (write) needs.push({ name: "write", path: p });
       }
     }
   } else if (toolName === "run_shell" || (metadata.category === "shell" && "command" in args)) {

@@ -92,6 +92,7 @@ export {
   type FileToolIsolation,
   isolateFileTools,
   type IsolateFileToolsOptions,
+  type RouteFileToolsOptions,
 } from "./isolated_file_tools.ts";
 export {
   checkPath,

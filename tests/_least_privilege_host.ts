@@ -5,8 +5,13 @@ import process from "node:process";
 import { createDefaultEngine, EventType, Mode } from "../mod.ts";
 
 // The provider comes from OPENAI_API_KEY, OPENAI_BASE_URL and OPENAI_MODEL, as in a real host.
-const [workspace] = process.argv.slice(2);
-const engine = createDefaultEngine({ workspace, mode: Mode.AUTO });
+// A second argument `deno` turns on the Deno permission layer's child process for file tools.
+const [workspace, layer] = process.argv.slice(2);
+const engine = createDefaultEngine({
+  workspace,
+  mode: Mode.AUTO,
+  ...(layer === "deno" ? { sandbox: { deno: true } } : {}),
+});
 const finished: Array<{ name: unknown; status: unknown; reason: unknown }> = [];
 let status: unknown;
 for await (const event of engine.run("work")) {

@@ -54,13 +54,71 @@ test("a full turn runs under exactly the README's least-privilege Deno flags", {
   const flags = readmeFlags().map((f) =>
     f.replaceAll("/srv/ws", ws).replace("api.openai.com:443", `127.0.0.1:${port}`)
   );
+  const { code, out, err } = await runHost(flags, ws, server.baseURL);
+  assert.equal(code, 0, out + err);
+  const result = JSON.parse(out.trim().split("\n").at(-1)!);
+  assert.equal(result.status, "completed");
+  assert.equal(result.sandbox.kind, "bwrap");
+  assert.deepEqual(
+    result.finished.map((f: { name: string; status: string }) => `${f.name}:${f.status}`),
+    ["read_file:ok", "write_file:ok", "run_shell:ok", "read_file:denied"],
+  );
+  assert.match(result.finished[3].reason, /--allow-read=\/etc\/hostname/);
+  assert.equal(fs.readFileSync(`${ws}/b.txt`, "utf8"), "B");
+  assert.equal(fs.readFileSync(`${ws}/c.txt`, "utf8"), "hi\n");
+});
+
+test("with sandbox.deno and no grant to run deno, every tool of the child process is denied naming the flag", async () => {
+  const ws = tempWorkspace({ "a.txt": "hello\n" });
+  cleanups.push(() => removeDir(ws));
+  const server = new MockOpenAIServer({
+    turns: [
+      {
+        toolCalls: [
+          { id: "r", name: "read_file", arguments: { path: "a.txt" } },
+          {
+            id: "p",
+            name: "apply_unified_diff",
+            arguments: { diff: "--- a/a.txt\n+++ b/a.txt\n" },
+          },
+          { id: "m", name: "media", arguments: { path: "a.txt" } },
+        ],
+      },
+      { text: "done" },
+    ],
+  });
+  await server.start();
+  cleanups.push(() => server.close());
+  const port = new URL(server.baseURL).port;
+  // The README's flags (bwrap may run, not deno).
+  const flags = readmeFlags().map((f) =>
+    f.replaceAll("/srv/ws", ws).replace("api.openai.com:443", `127.0.0.1:${port}`)
+  );
+  const { code, out, err } = await runHost(flags, ws, server.baseURL, ["deno"]);
+  assert.equal(code, 0, out + err);
+  const result = JSON.parse(out.trim().split("\n").at(-1)!);
+  assert.equal(result.status, "completed");
+  assert.deepEqual(
+    result.finished.map((f: { name: string; status: string }) => `${f.name}:${f.status}`),
+    ["read_file:denied", "apply_unified_diff:denied", "media:denied"],
+  );
+  for (const f of result.finished) assert.match(f.reason, /--allow-run=/);
+});
+
+/** Runs tests/_least_privilege_host.ts under `flags` against the mock model. */
+function runHost(
+  flags: string[],
+  ws: string,
+  baseURL: string,
+  extra: string[] = [],
+): Promise<{ code: number | null; out: string; err: string }> {
   const host = new URL("./_least_privilege_host.ts", import.meta.url).pathname;
-  const { code, out, err } = await new Promise<{ code: number | null; out: string; err: string }>(
+  return new Promise(
     (resolve, reject) => {
-      const child = spawn(process.execPath, ["run", ...flags, host, ws], {
+      const child = spawn(process.execPath, ["run", ...flags, host, ws, ...extra], {
         env: {
           OPENAI_API_KEY: "test-key",
-          OPENAI_BASE_URL: server.baseURL,
+          OPENAI_BASE_URL: baseURL,
           OPENAI_MODEL: "test-model",
           PATH: process.env.PATH ?? "/usr/bin:/bin",
           HOME: process.env.HOME ?? "/root",
@@ -77,15 +135,4 @@ test("a full turn runs under exactly the README's least-privilege Deno flags", {
       child.on("close", (code) => resolve({ code, out, err }));
     },
   );
-  assert.equal(code, 0, out + err);
-  const result = JSON.parse(out.trim().split("\n").at(-1)!);
-  assert.equal(result.status, "completed");
-  assert.equal(result.sandbox.kind, "bwrap");
-  assert.deepEqual(
-    result.finished.map((f: { name: string; status: string }) => `${f.name}:${f.status}`),
-    ["read_file:ok", "write_file:ok", "run_shell:ok", "read_file:denied"],
-  );
-  assert.match(result.finished[3].reason, /--allow-read=\/etc\/hostname/);
-  assert.equal(fs.readFileSync(`${ws}/b.txt`, "utf8"), "B");
-  assert.equal(fs.readFileSync(`${ws}/c.txt`, "utf8"), "hi\n");
-});
+}

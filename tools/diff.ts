@@ -39,7 +39,7 @@ import {
   isProtectedPath,
   resolveRoot,
   resolveWorkspacePath,
-} from "../permissions/mod.ts";
+} from "../permissions/path_guard.ts";
 import { ConflictGuard } from "./conflict_guard.ts";
 import { RiskClass, type ToolContext, type ToolMetadata, type ToolRegistry } from "./registry.ts";
 import { displayPath, stringArg, writeFileAtomic } from "./_common.ts";
