@@ -104,6 +104,15 @@ export class StoreHook implements EngineHook {
   }
 
   /**
+   * True once {@link StoreHook.detach} was called: the engine's later events are not recorded
+   * (the session was parked, its lease lost, or its worker stopped), so whoever runs the
+   * session next goes on from what was recorded before.
+   */
+  get detached(): boolean {
+    return this.#detached;
+  }
+
+  /**
    * Stores checkpoints of `engine` at every durable point from now on.
    *
    * @param engine The session's engine.

@@ -92,6 +92,22 @@ test("a coalesced delta is stored with the seq of its last part", async () => {
   ]);
 });
 
+test("a detached hook says so and records nothing more", async () => {
+  const store: SessionStore = new MemorySessionStore();
+  cleanups.push(() => store.close());
+  await store.create("s1");
+  const lease = (await store.acquire("s1", { ownerId: "w1" }))!;
+  const hook = new StoreHook(store, lease);
+  hook.onEvent("turn_start", { input: "hi", seq: 1 });
+  await hook.flush();
+  assert.equal(hook.detached, false);
+  hook.detach();
+  assert.equal(hook.detached, true);
+  hook.onEvent("turn_end", { status: "interrupted", seq: 2 });
+  await hook.flush();
+  assert.deepEqual((await store.read("s1", 0)).map((e) => e.kind), ["turn_start"]);
+});
+
 test("a tool result stored with tool_finished comes back whole after a crash", async () => {
   const server = await new MockOpenAIServer({ turns: actThenAnswer }).start();
   const ws = tempWorkspace();

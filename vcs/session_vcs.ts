@@ -165,7 +165,8 @@ function excluded(rel: string): boolean {
  * one promise chain, so calls made without `await` (as {@link VcsHook} does) run in order;
  * {@link SessionVcs.idle} waits for them. Handles of the same session (same workspace and id)
  * in one process share that chain and their state, so the host's `new SessionVcs(...)` of manual
- * §17.2 queues behind the engine's `VcsHook`.
+ * §17.2 queues behind the engine's `VcsHook`. Where another process may snapshot the session
+ * too (workers sharing sessions), call {@link SessionVcs.reload} before using a handle again.
  *
  * @example List, diff and restore (manual §17.2)
  * ```ts
@@ -232,6 +233,26 @@ export class SessionVcs {
     } while (tail !== this.#s.queue);
   }
 
+  /**
+   * Forgets what this process knows of the session — its latest snapshot, turn count and index
+   * tree — so the next call reads them again from git. For a session another process may have
+   * snapshotted since this one last did: a worker taking over a session that ran elsewhere, or
+   * a reader in another process than the one taking the snapshots. Without it, a process keeps
+   * numbering turns from what it read first. The state is shared by the session's handles in
+   * this process, so they all reload; queued like every call. A no-op when snapshots are off.
+   */
+  reload(): Promise<void> {
+    if (!this.#git) return Promise.resolve();
+    return this.#enqueue(() => {
+      this.#s.ready = false;
+      this.#s.indexTree = null;
+      this.#s.latest = null;
+      this.#s.before = null;
+      this.#s.turnCount = 0;
+      return Promise.resolve();
+    });
+  }
+
   #enqueue<T>(fn: () => Promise<T>): Promise<T> {
     const run = this.#s.queue.then(fn);
     this.#s.queue = run.catch(() => {});
@@ -261,7 +282,8 @@ export class SessionVcs {
    *
    * @param status The turn's end status (`completed`, `error`, `interrupted`…).
    * @returns `{turn: 0, changed, commit, skipped}`.
-   * @throws {VcsError} `git_failed`.
+   * @throws {VcsError} `git_failed`, also when another process recorded a turn of the session
+   *   since this one read its refs (see {@link SessionVcs.reload}): turns are never overwritten.
    */
   commitTurn(status: string): Promise<VcsCommitResult> {
     if (!this.#git) return Promise.resolve({ ...EMPTY, skipped: [] });
@@ -281,8 +303,10 @@ export class SessionVcs {
         before.commit,
         `agent turn ${n}: ${status}\n\n${body.join("\n")}\n`,
       );
+      // `create`: a turn another process recorded under this number (it took the session over
+      // since this process last read the refs) is never overwritten; the call fails instead.
       await this.#git!.run(["update-ref", "--stdin"], {
-        stdin: `update ${agentRef(this.sessionId, n)} ${commit}\n` +
+        stdin: `create ${agentRef(this.sessionId, n)} ${commit}\n` +
           `update ${this.#ref}/latest ${commit}\n`,
       });
       this.#s.turnCount = n;

@@ -4,6 +4,9 @@ import crypto from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import process from "node:process";
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
 import {
   agentRef,
   resolveVcsPlan,
@@ -354,6 +357,70 @@ test("a new handle on the same session sees its turns and queues behind it", { s
   const second = new SessionVcs(resolveVcsPlan(ws, { mode: "auto" }), "shared");
   assert.equal((await second.listTurns()).length, 1);
 });
+
+test("a reloaded handle numbers its next turn after turns another process took", {
+  skip,
+}, async () => {
+  const ws = repo({ "a.txt": "a\n" });
+  const vcs = session(ws, "native", "moved");
+  await turn(vcs, () => writeFiles(ws, { "a.txt": "1\n" }));
+  // Another process (a worker that took the session over) snapshots the session's next turn.
+  await turnInAnotherProcess(ws, "moved", "b.txt");
+  await vcs.reload();
+  await turn(vcs, () => writeFiles(ws, { "c.txt": "3\n" }));
+  const turns = await vcs.listTurns();
+  assert.deepEqual(turns.map((t) => [t.turn, files(t)]), [
+    [1, ["modified:a.txt"]],
+    [2, ["added:b.txt"]],
+    [3, ["added:c.txt"]],
+  ]);
+  assert.equal(turns[2].parent, turns[1].commit);
+});
+
+test("a turn another process recorded is never overwritten by a stale handle", {
+  skip,
+}, async () => {
+  const ws = repo({ "a.txt": "a\n" });
+  const vcs = session(ws, "native", "stale");
+  await turn(vcs, () => writeFiles(ws, { "a.txt": "1\n" }));
+  await turnInAnotherProcess(ws, "stale", "b.txt");
+  await assert.rejects(
+    turn(vcs, () => writeFiles(ws, { "c.txt": "3\n" })),
+    (e: VcsError) => e.code === "git_failed" && /turns\/2/.test(e.message),
+  );
+  const turns = await vcs.listTurns();
+  assert.deepEqual(turns.map((t) => [t.turn, files(t)]), [
+    [1, ["modified:a.txt"]],
+    [2, ["added:b.txt"]],
+  ]);
+});
+
+/** Runs one turn of session `id` that creates `file`, in a child process of this runtime. */
+async function turnInAnotherProcess(ws: string, id: string, file: string): Promise<void> {
+  const code = `
+    const { default: process } = await import("node:process");
+    const fs = await import("node:fs");
+    const { resolveVcsPlan, SessionVcs } = await import(process.env.VCS_MOD);
+    const ws = process.env.VCS_WS;
+    const vcs = new SessionVcs(resolveVcsPlan(ws, { mode: "native" }), process.env.VCS_ID);
+    await vcs.beginTurn();
+    fs.writeFileSync(ws + "/" + process.env.VCS_FILE, "x\\n");
+    await vcs.commitTurn("completed");`;
+  const args = "Deno" in globalThis ? ["eval", code] : [
+    ...process.execArgv.filter((a) => /^--(experimental|no-warnings)/.test(a)),
+    "--input-type=module",
+    "-e",
+    code,
+  ];
+  const env = {
+    ...process.env,
+    VCS_MOD: new URL("./mod.ts", import.meta.url).href,
+    VCS_WS: ws,
+    VCS_ID: id,
+    VCS_FILE: file,
+  };
+  await promisify(execFile)(process.execPath, args, { env });
+}
 
 test("forget deletes the session's refs and index but no files", { skip }, async () => {
   const ws = repo({ "a.txt": "a\n" });

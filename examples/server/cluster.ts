@@ -27,28 +27,58 @@
  * | POST | `/sessions/:id/approvals/:reqId` | `{outcome}`; 409 when it was already answered |
  * | POST | `/sessions/:id/retry` | → 202 `{status}`: the last turn again, when it ended with a retriable error (manual §9.4); 409 otherwise |
  * | POST | `/sessions/:id/interrupt` | → 202 `{status}`: a `cancel` in the inbox; the worker running the turn interrupts it (tool processes killed, open approvals closed), inputs sent before it are dropped; `Idempotency-Key` as for messages |
+ * | GET | `/sessions/:id/turns` | `{enabled, turns}`: turns with changes (VCS, manual §17.2), read from git |
+ * | GET | `/sessions/:id/turns/:n/diff` | `{turn, patch}`: the turn's patch; 404 for a turn the session does not have |
  *
  * The browser page at `/` speaks both modes (it reads `mode` from `GET /sessions/:id`).
  *
- * Not in this mode: per-turn VCS snapshots and per-tenant MCP servers. Workers on several
- * machines need the tenants' workspaces (`DATA_DIR`) on shared storage.
+ * Per-turn snapshots (`VCS_MODE`, manual §17) are taken by the worker running the turn, in the
+ * git directory or shadow repository of the tenant's workspace. A worker that takes a session
+ * over (after a crash, a park or a stop) reads the session's turn numbers and latest snapshot
+ * from git, not from its own memory, and a turn number is never written twice. A turn that a
+ * park, a crash or a stop cut short is one turn in the list, with all its changes, recorded by
+ * the worker that finishes it. Front ends answer the turns routes from git alone (no engine,
+ * nothing written).
+ *
+ * A tenant's MCP servers (`<DATA_DIR>/tenants/<id>/mcp.json`, as in single-process mode) start
+ * on a worker when the tenant's first session runs there, serve all the tenant's sessions on
+ * that worker (tools `mcp__<server>__<tool>`, each call approved), and are closed by the
+ * worker's `stop()`. A worker reads `mcp.json` once: restart workers to apply a change.
+ *
+ * Workers and front ends need the tenants' folders (`DATA_DIR`): on shared storage when they
+ * run on several machines.
+ *
+ * Not in this mode: `POST /sessions/:id/resume` (workers resume sessions themselves) and
+ * `APPROVAL_TIMEOUT_MS` (an approval nobody answers parks the session, `APPROVAL_HOLD_MS`).
  *
  * The npm `pg` driver (the one `PostgresSessionStore` uses) is loaded only in this mode, by
  * {@link openClusterStore}.
  *
  * @module
  */
+import { execFile } from "node:child_process";
 import { randomUUID } from "node:crypto";
+import fs from "node:fs";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import path from "node:path";
 import {
+  agentRef,
   approvalFields,
+  CompositeHook,
   createDefaultEngine,
+  type EngineHook,
+  type McpManager,
   type Message,
   Mode,
   OpenAIProvider,
   type ProviderClient,
+  resolveVcsPlan,
+  SessionVcs,
+  type ToolRegistry,
   type TurnEngine,
+  type VcsCommitResult,
+  VcsHook,
+  type VcsSkippedFile,
 } from "../../mod.ts";
 import {
   type ApprovalDecision,
@@ -57,6 +87,9 @@ import {
   restoreSession,
   type SessionStore,
   SessionWorker,
+  type SessionWorkerOptions,
+  type StopOptions,
+  StoreHook,
 } from "../../store/mod.ts";
 import {
   HttpError,
@@ -67,6 +100,8 @@ import {
   serveAsset,
   TenantTokens,
 } from "./_http.ts";
+import { McpToolMirror, startTenantMcp } from "./_mcp.ts";
+import { readSessionVcs, turnDiffBody, turnsBody } from "./_vcs.ts";
 import type { ServerConfig, TenantConfig } from "./config.ts";
 
 /** One session as listed by `GET /sessions`. */
@@ -146,28 +181,221 @@ export async function openClusterStore(
   };
 }
 
+/** The tenant's folder: the same as in the single-process server. */
+function tenantDirOf(config: ServerConfig, tenant: TenantConfig): string {
+  return path.join(config.dataDir, "tenants", tenant.id);
+}
+
 /** The tenant's workspace: the same folder as in the single-process server. */
 function workspaceOf(config: ServerConfig, tenant: TenantConfig): string {
-  return path.join(config.dataDir, "tenants", tenant.id, "workspace");
+  return path.join(tenantDirOf(config, tenant), "workspace");
 }
 
 /** Options of {@link createClusterWorker}. */
 export interface ClusterWorkerOptions {
   /** Makes a tenant's provider (default `OpenAIProvider` with the tenant's key and base URL). */
   providerFor?: (tenant: TenantConfig) => ProviderClient;
-  /** Errors that do not stop the worker (default: logged on stderr). */
+  /**
+   * Errors that do not stop the worker (default: logged on stderr): a session that failed,
+   * a snapshot that could not be taken, an MCP server that did not connect.
+   */
   onError?: (err: unknown, sessionId?: string) => void;
   /** How often to look for runnable sessions, in ms (default 1,000). */
   pollMs?: number;
 }
 
 /**
+ * What a worker keeps beside its sessions: each tenant's MCP servers, started when the tenant's
+ * first session runs here and shared by its sessions, and the snapshot handles of the sessions
+ * it ran (their last snapshot may still be being written when a session ends).
+ */
+class WorkerResources {
+  readonly #config: ServerConfig;
+  readonly #report: (err: unknown, sessionId?: string) => void;
+  readonly #mcp = new Map<string, Promise<McpToolMirror | null>>();
+  readonly #managers: McpManager[] = [];
+  readonly #vcs = new Map<string, SessionVcs>();
+  #closed = false;
+
+  constructor(config: ServerConfig, report: (err: unknown, sessionId?: string) => void) {
+    this.#config = config;
+    this.#report = report;
+  }
+
+  /**
+   * The session's snapshot hook (manual §17), or `undefined` when snapshots are off. The
+   * session's numbering and latest snapshot are read again from git: another worker may have
+   * run it since this process last did (after a crash, a park or a stop), so nothing this
+   * process remembers of it counts.
+   *
+   * @param resuming True when the history ends in a turn a crash or a park cut short, which
+   *   `engine.resume()` goes on with: that turn's "before" snapshot, taken where it started, is
+   *   still the session's latest, so it is kept (the whole turn's changes are the turn's own).
+   */
+  async vcsHook(
+    workspace: string,
+    sessionId: string,
+    resuming: boolean,
+  ): Promise<{ hook: VcsHook; vcs: WorkerSessionVcs } | undefined> {
+    if (this.#config.vcsMode === "off") return undefined;
+    let vcs: WorkerSessionVcs;
+    try {
+      const plan = resolveVcsPlan(workspace, { mode: this.#config.vcsMode });
+      if (plan.mode === "off") return undefined;
+      vcs = new WorkerSessionVcs(plan, sessionId);
+    } catch (err) {
+      this.#report(err, sessionId); // e.g. VCS_MODE=native outside a repository: no snapshots
+      return undefined;
+    }
+    await vcs.reload();
+    if (resuming && await vcs.hasSnapshot()) vcs.keepNextBefore();
+    this.#vcs.set(sessionId, vcs);
+    return { hook: new VcsHook(vcs, { onError: (err) => this.#report(err, sessionId) }), vcs };
+  }
+
+  /**
+   * Gives `registry` the tenant's MCP tools, starting the tenant's servers on first use (their
+   * first connect is awaited, as the single-process server awaits it before a turn).
+   */
+  async attachMcp(tenant: TenantConfig, registry: ToolRegistry): Promise<void> {
+    if (this.#closed) return;
+    let mirror = this.#mcp.get(tenant.id);
+    if (!mirror) {
+      const tools = new McpToolMirror();
+      const mcp = startTenantMcp(tools, {
+        tenantId: tenant.id,
+        tenantDir: tenantDirOf(this.#config, tenant),
+        workspace: workspaceOf(this.#config, tenant),
+        log: (message) => this.#report(new Error(message)),
+      });
+      if (mcp) this.#managers.push(mcp.manager);
+      mirror = mcp ? mcp.ready.then(() => tools) : Promise.resolve(null);
+      this.#mcp.set(tenant.id, mirror);
+    }
+    (await mirror)?.attach(registry);
+  }
+
+  /** Waits for the snapshots being written, then closes every MCP server. Idempotent. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await Promise.all([...this.#vcs.values()].map((v) => v.idle()));
+    this.#vcs.clear();
+    await Promise.all(this.#managers.map((m) => m.closeAll()));
+    this.#managers.length = 0;
+    this.#mcp.clear();
+  }
+}
+
+/** The worker's `StoreHook` among an engine's hooks (the worker adds it after `createEngine`). */
+function storeHookOf(hook: EngineHook | undefined): StoreHook | undefined {
+  if (hook instanceof StoreHook) return hook;
+  if (hook instanceof CompositeHook) {
+    for (const h of hook.hooks) {
+      const found = storeHookOf(h);
+      if (found) return found;
+    }
+  }
+  return undefined;
+}
+
+/**
+ * A session's snapshots on a worker: {@link SessionVcs}, plus two rules for turns that are cut
+ * short (a park, a lost lease, a stop past its grace period) and go on elsewhere:
+ *
+ * - the end of a turn the worker no longer records (its `StoreHook` is detached, and the store
+ *   never sees that `turn_end`) takes no snapshot: the turn is not over, whoever resumes it
+ *   ends it;
+ * - the turn that goes on here keeps the "before" snapshot taken where it started.
+ */
+class WorkerSessionVcs extends SessionVcs {
+  #keepBefore = false;
+  #engine: TurnEngine | undefined;
+
+  /** Follows `engine`: its turn ends are snapshotted only while the worker records them. */
+  follow(engine: TurnEngine): void {
+    this.#engine = engine;
+  }
+
+  /** The next `beginTurn()` takes no snapshot: the session's latest is that turn's "before". */
+  keepNextBefore(): void {
+    this.#keepBefore = true;
+  }
+
+  /** Whether the session has a latest snapshot (`refs/agent/<id>/latest`). */
+  hasSnapshot(): Promise<boolean> {
+    const { git, gitDir } = this.plan;
+    const ref = `${agentRef(this.sessionId)}/latest`;
+    return new Promise((resolve) => {
+      execFile(git!, ["--git-dir", gitDir!, "rev-parse", "-q", "--verify", ref], (err) => {
+        resolve(!err);
+      });
+    });
+  }
+
+  /** `SessionVcs.beginTurn`, unless {@link WorkerSessionVcs.keepNextBefore} was called. */
+  override beginTurn(): Promise<VcsSkippedFile[]> {
+    if (!this.#keepBefore) return super.beginTurn();
+    this.#keepBefore = false;
+    return Promise.resolve([]);
+  }
+
+  /** `SessionVcs.commitTurn`, unless the worker stopped recording the engine's events. */
+  override commitTurn(status: string): Promise<VcsCommitResult> {
+    if (storeHookOf(this.#engine?.hook)?.detached) {
+      return Promise.resolve({ turn: 0, changed: false, commit: null, skipped: [] });
+    }
+    return super.commitTurn(status);
+  }
+}
+
+/**
+ * Whether `engine.resume()` goes on with a turn of `messages` (the engine's rule, manual §12.4):
+ * calls without results at the end, or a last tool result or user message with no turn end.
+ */
+function cutShort(messages: Message[]): boolean {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const m = messages[i];
+    if (m.role === "assistant") {
+      const answered = new Set(
+        messages.slice(i + 1).filter((x) => x.role === "tool").map((x) => x.tool_call_id),
+      );
+      if ((m.tool_calls ?? []).some((c) => !answered.has(c.id))) return true;
+      break;
+    }
+    if (m.role !== "tool") break;
+  }
+  const last = messages.at(-1);
+  if (!last || last.turnEnd) return false;
+  return last.role === "tool" || (last.role === "user" && !last.compactionSummary);
+}
+
+/** A `SessionWorker` whose `stop()` also ends what {@link WorkerResources} holds. */
+class ClusterWorker extends SessionWorker {
+  readonly #resources: WorkerResources;
+
+  constructor(store: SessionStore, options: SessionWorkerOptions, resources: WorkerResources) {
+    super(store, options);
+    this.#resources = resources;
+  }
+
+  /** Stops like `SessionWorker.stop`, then lets snapshots finish and closes the MCP servers. */
+  override async stop(options: StopOptions = {}): Promise<void> {
+    await super.stop(options);
+    await this.#resources.close();
+  }
+}
+
+/**
  * A `SessionWorker` that runs the reference server's sessions: each session's engine is built
  * like the single-process server's (the tenant's workspace and provider, `Mode.INTERACTIVE`, the
- * engine limits, no `ask_user` / `propose_plan` / `request_directory`), from the history in the
- * store. Call `start()` on it, and `stop()` before exit.
+ * engine limits, no `ask_user` / `propose_plan` / `request_directory`, per-turn snapshots with
+ * `VCS_MODE`, the tenant's MCP servers from its `mcp.json`), from the history in the store. A
+ * tenant's MCP servers start when its first session runs on this worker and serve all its
+ * sessions here. Call `start()` on it, and `stop()` before exit (it also waits for snapshots
+ * being written and closes the MCP servers).
  *
- * @param config The server configuration (tenants, model, limits, `workerId`,
+ * @param config The server configuration (tenants, model, limits, `vcsMode`, `workerId`,
  *   `workerConcurrency`, `leaseTtlMs`, `approvalHoldMs`).
  * @param store The shared store.
  */
@@ -188,35 +416,40 @@ export function createClusterWorker(
     }
     return p;
   };
-  return new SessionWorker(store, {
+  const report = options.onError ?? ((err: unknown, sessionId?: string) => {
+    console.error(`worker: ${sessionId ?? "-"}: ${(err as Error)?.message ?? err}`);
+  });
+  const resources = new WorkerResources(config, report);
+  return new ClusterWorker(store, {
     ownerId: config.workerId,
     maxConcurrent: config.workerConcurrency ?? 8,
     ttlMs: config.leaseTtlMs ?? 30_000,
     approvalHoldMs: config.approvalHoldMs ?? 30_000,
     pollMs: options.pollMs,
-    onError: options.onError ?? ((err, sessionId) => {
-      console.error(`worker: ${sessionId ?? "-"}: ${(err as Error)?.message ?? err}`);
-    }),
-    createEngine: ({ sessionId, messages, meta }): TurnEngine => {
+    onError: report,
+    createEngine: async ({ sessionId, messages, meta }): Promise<TurnEngine> => {
       const tenant = tenants.get(String(meta.tenant));
       if (!tenant) {
         throw new Error(`Cannot run session ${sessionId}: tenant ${meta.tenant} is not configured`);
       }
+      const workspace = workspaceOf(config, tenant);
+      fs.mkdirSync(workspace, { recursive: true });
       const limits = config.limits;
+      const snapshots = await resources.vcsHook(workspace, sessionId, cutShort(messages));
       const engine = createDefaultEngine({
-        workspace: workspaceOf(config, tenant),
+        workspace,
         model: tenant.model ?? config.model,
         provider: providerOf(tenant),
         mode: Mode.INTERACTIVE,
         toolResultDir: path.join(
-          config.dataDir,
-          "tenants",
-          tenant.id,
+          tenantDirOf(config, tenant),
           "sessions",
           sessionId,
           "tool-results",
         ),
+        // Snapshots through this hook (not the `vcs` option): its state is read from git first.
         vcs: { mode: "off" },
+        hook: snapshots?.hook,
         // Commands see no other tenant's folder: DATA_DIR is hidden, this workspace bound back.
         sandbox: { hidePaths: [config.dataDir] },
         messages,
@@ -230,9 +463,11 @@ export function createClusterWorker(
       for (const name of ["ask_user", "propose_plan", "request_directory"]) {
         engine.registry.disable(name);
       }
+      snapshots?.vcs.follow(engine);
+      await resources.attachMcp(tenant, engine.registry);
       return engine;
     },
-  });
+  }, resources);
 }
 
 /** Options of {@link ClusterFrontEnd}: a {@link ServerConfig} plus the store. */
@@ -503,7 +738,21 @@ export class ClusterFrontEnd {
       if (r === "already-decided") throw new HttpError(409, "the approval was already answered");
       return this.#json(res, 200, { ok: true });
     }
+    // Snapshots are read from git in the tenant's workspace (workers write them; no engine here).
+    if (parts.length === 3 && method === "GET" && action === "turns") {
+      const { enabled, vcs } = await this.#vcs(tenant, id);
+      return this.#json(res, 200, await turnsBody(vcs, enabled));
+    }
+    if (parts.length === 5 && method === "GET" && action === "turns" && parts[4] === "diff") {
+      const { vcs } = await this.#vcs(tenant, id);
+      return this.#json(res, 200, await turnDiffBody(vcs, parts[3]));
+    }
     throw new HttpError(404, "not found");
+  }
+
+  /** The session's snapshots, read-only (`_vcs.ts`). */
+  #vcs(tenant: TenantConfig, id: string): ReturnType<typeof readSessionVcs> {
+    return readSessionVcs(workspaceOf(this.#o, tenant), this.#o.vcsMode, id);
   }
 
   /**

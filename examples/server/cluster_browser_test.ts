@@ -3,8 +3,8 @@
 // worker in this process, MockOpenAIServer as the tenant's model. The page learns the mode from
 // the server, sends messages with an Idempotency-Key, streams the answer from GET /events,
 // answers an approval from its card, reconnects after its front end restarts (an approval
-// answered elsewhere meanwhile; no event shown twice), stops a running command, and closes an
-// approval card that a Stop cancelled.
+// answered elsewhere meanwhile; no event shown twice), stops a running command, closes an
+// approval card that a Stop cancelled, and lists the turns the worker snapshotted, with diffs.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
@@ -127,7 +127,7 @@ test(
     const ws = path.join(dataDir, "tenants", "acme", "workspace");
     fs.mkdirSync(ws, { recursive: true });
     const config = {
-      ...testConfig(dataDir, [tenant], { approvalHoldMs: 120_000 }),
+      ...testConfig(dataDir, [tenant], { approvalHoldMs: 120_000, vcsMode: "auto" }),
       databaseUrl: pg.url,
       tablePrefix: uniquePrefix("b"),
     };
@@ -183,7 +183,6 @@ test(
     await page.locator("#sessions option").first().waitFor({ state: "attached" });
     const id = await page.locator("#sessions").inputValue();
     assert.match(id, /^s-[a-f0-9]{16}$/);
-    await page.locator("#turns-off", { hasText: "multi-worker" }).waitFor();
     const events = () => cluster.store.read(id, 0);
     const stored = async (call: string) =>
       (await cluster.store.load(id))?.approvals.some((a) => a.toolCallId === call) ?? false;
@@ -216,6 +215,10 @@ test(
     await page.locator('.turn-end[data-status="completed"]').waitFor();
     assert.equal(fs.readFileSync(path.join(ws, "hello.txt"), "utf8"), "<b>hi</b> & welcome\n");
     assert.equal(await page.locator("#send").isDisabled(), false);
+    // The turns panel shows the worker's snapshot of the turn (the front end reads it from git).
+    await page.locator("#turns li button", { hasText: "Turn 1 — completed, 1 file(s)" }).click();
+    await page.locator("#diff", { hasText: "+<b>hi</b> & welcome" }).waitFor();
+    assert.equal(await page.locator("#turns-off").isHidden(), true);
 
     // 3. The front end goes away while a card waits; the approval is answered elsewhere and the
     // turn ends meanwhile; a front end comes back on the same address and the page catches up

@@ -5,7 +5,7 @@
 // and no tool runs twice.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -15,9 +15,10 @@ import { MockOpenAIServer, type RecordedRequest, type ScriptedTurn } from "../..
 import { PostgresSessionStore } from "../../store/mod.ts";
 import { postgresForTests, uniquePrefix } from "../../tests/_postgres.ts";
 import { ClusterFrontEnd, createClusterWorker, openClusterStore } from "./cluster.ts";
-import { configFromEnv } from "./config.ts";
+import { configFromEnv, type ServerConfig, type TenantConfig } from "./config.ts";
 import { call, testConfig } from "./_test_util.ts";
 import { cleanupsAfterEach, until } from "../../tests/_util.ts";
+import { EVERYTHING_ENTRY, needReal } from "../../mcp/_test_util.ts";
 
 const MAIN = fileURLToPath(new URL("./main.ts", import.meta.url));
 const isDeno = typeof (globalThis as { Deno?: unknown }).Deno !== "undefined";
@@ -27,6 +28,7 @@ const runtimeSkip = isDeno || nodeFlags.some((a) => a.includes("transform-types"
   : "the server is TypeScript: run with Deno or node --experimental-transform-types";
 const pg = await postgresForTests(runtimeSkip);
 const skip = "skip" in pg ? pg.skip : false;
+const mcpSkip = needReal({ node: true, servers: true });
 
 const cleanups = cleanupsAfterEach();
 
@@ -564,3 +566,349 @@ function running(nap: string): boolean {
   }
   return false;
 }
+
+// --- per-turn snapshots and per-tenant MCP servers on workers ---
+
+/**
+ * A model script: `calls(req, body, answered)` gives the next step (`body` is the request's
+ * history as JSON; `answered` is true when it ends with a tool result), or `null` for "done".
+ */
+function scripted(
+  calls: (req: RecordedRequest, body: string, answered: boolean) => ScriptedTurn | null,
+): (req: RecordedRequest) => ScriptedTurn {
+  return (req) => {
+    const items = (req.body?.input ?? req.body?.messages ?? []) as Record<string, unknown>[];
+    const last = items.at(-1);
+    const answered = last?.role === "tool" || last?.type === "function_call_output";
+    return calls(req, JSON.stringify(items), answered) ?? { text: ["done"] };
+  };
+}
+
+/** `write_file` of `Please write <name>.txt` (the last such request), content `<name>.txt\n`. */
+const writeRequested = scripted((_req, body, answered) => {
+  const file = [...body.matchAll(/Please write ([a-z]+\.txt)/g)].at(-1)?.[1];
+  return file && !answered
+    ? { toolCalls: [{ name: "write_file", arguments: { path: file, content: `${file}\n` } }] }
+    : null;
+});
+
+/**
+ * Sends `text` through the front end and reads the session's events until the turn ends,
+ * answering each approval "once" unless `approve` says not to (then it stays pending).
+ */
+async function runTurn(
+  url: string,
+  token: string,
+  id: string,
+  text: string,
+  approve: (f: Frame) => boolean = () => true,
+): Promise<Frame[]> {
+  const after = Number((await call(`${url}/sessions/${id}`, token, "GET")).body.lastSeq ?? 0);
+  const sent = await call(`${url}/sessions/${id}/messages`, token, "POST", { text });
+  assert.equal(sent.status, 202);
+  const frames: Frame[] = [];
+  await readEvents(url, token, id, after, async (f) => {
+    frames.push(f);
+    if (f.type === "permission_required" && approve(f)) {
+      const r = await call(`${url}/sessions/${id}/approvals/${f.data.reqId}`, token, "POST", {
+        outcome: "once",
+      });
+      assert.equal(r.status, 200);
+    }
+    if (f.type === "turn_end") return "stop";
+  });
+  return frames;
+}
+
+/** A real PostgreSQL store with a front end, for the tests below (workers are added by each). */
+async function clusterSetup(
+  tenants: { id: string; script: (req: RecordedRequest) => ScriptedTurn }[],
+  extra: Partial<ServerConfig> = {},
+) {
+  if ("skip" in pg) throw new Error(pg.skip);
+  const dataDir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), "zqagent-cluster-")));
+  cleanups.push(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+  const models: Record<string, MockOpenAIServer> = {};
+  const list: TenantConfig[] = [];
+  for (const t of tenants) {
+    models[t.id] = await new MockOpenAIServer({ turns: t.script }).start();
+    cleanups.push(() => models[t.id].close());
+    list.push({
+      id: t.id,
+      token: `token-of-${t.id}-0123456789`,
+      apiKey: `key-of-${t.id}`,
+      baseURL: models[t.id].baseURL,
+    });
+  }
+  const config = {
+    ...testConfig(dataDir, list, extra),
+    databaseUrl: pg.url,
+    tablePrefix: uniquePrefix("v"),
+  };
+  const cluster = await openClusterStore(config, { pollMs: 200 });
+  cleanups.push(() => cluster.close());
+  const front = new ClusterFrontEnd({ ...config, store: cluster.store });
+  const url = await front.listen();
+  cleanups.push(() => front.close());
+  const errors: string[] = [];
+  const worker = (id: string) => {
+    const w = createClusterWorker({ ...config, workerId: id }, cluster.store, {
+      pollMs: 50,
+      onError: (err, session) => errors.push(`${id}: ${session}: ${(err as Error).message}`),
+    });
+    w.start();
+    cleanups.push(() => w.stop({ graceMs: 1000 }));
+    return w;
+  };
+  const token = (t: string) => `token-of-${t}-0123456789`;
+  const session = async (t: string) =>
+    String((await call(`${url}/sessions`, token(t), "POST", {})).body.id);
+  const turns = async (t: string, id: string) =>
+    (await call(`${url}/sessions/${id}/turns`, token(t), "GET")).body as {
+      enabled: boolean;
+      turns: { turn: number; status: string; time: number; files: { path: string }[] }[];
+    };
+  return { dataDir, config, cluster, url, models, worker, token, session, turns, errors };
+}
+
+test(
+  "each turn is snapshotted by whichever worker runs it, numbered on across workers",
+  { skip },
+  async () => {
+    const c = await clusterSetup([{ id: "acme", script: writeRequested }, {
+      id: "globex",
+      script: writeRequested,
+    }], { vcsMode: "auto" });
+    const acme = c.token("acme");
+    const id = await c.session("acme");
+    // Before any turn: snapshots are on, nothing recorded, nothing created in the workspace.
+    assert.deepEqual(await c.turns("acme", id), { enabled: true, turns: [] });
+    const ws = path.join(c.dataDir, "tenants", "acme", "workspace");
+
+    // 1. Worker w1 runs the first turn.
+    const w1 = c.worker("w1");
+    await runTurn(c.url, acme, id, "Please write one.txt");
+    await until(async () => (await c.turns("acme", id)).turns.length === 1, "turn 1's snapshot");
+    const [first] = (await c.turns("acme", id)).turns;
+    assert.deepEqual(
+      { ...first, time: typeof first.time },
+      {
+        turn: 1,
+        status: "completed",
+        time: "number",
+        files: [{ path: "one.txt", change: "added" }],
+      },
+    );
+    const diff = await call(`${c.url}/sessions/${id}/turns/1/diff`, acme, "GET");
+    assert.equal(diff.status, 200);
+    assert.equal(diff.body.turn, 1);
+    assert.match(String(diff.body.patch), /\+\+\+ b\/one\.txt\n@@ -0,0 \+1 @@\n\+one\.txt/);
+    for (const bad of ["2", "0", "x"]) {
+      assert.equal(
+        (await call(`${c.url}/sessions/${id}/turns/${bad}/diff`, acme, "GET")).status,
+        404,
+      );
+    }
+    // Another tenant's session: not found, like a missing one.
+    const globex = c.token("globex");
+    assert.equal((await call(`${c.url}/sessions/${id}/turns`, globex, "GET")).status, 404);
+    assert.equal((await call(`${c.url}/sessions/${id}/turns/1/diff`, globex, "GET")).status, 404);
+    // The second turn, on w1 too, is waited for in git, not through this process's front end
+    // (it reads the refs afresh, and shares this process's memory of them with the workers).
+    await runTurn(c.url, acme, id, "Please write two.txt");
+    const shadow = path.join(ws, ".agent", "vcs");
+    await until(() => hasRef(shadow, `refs/agent/${id}/turns/2`), "turn 2's snapshot");
+    await until(async () => (await c.cluster.store.load(id))?.status === "done", "release");
+    await w1.stop();
+
+    // 2. A worker in another process (main.ts --worker) runs the third turn.
+    fs.writeFileSync(path.join(c.dataDir, "tenants.json"), JSON.stringify(c.config.tenants));
+    const other = await startMain({
+      DATABASE_URL: c.config.databaseUrl,
+      DATABASE_TABLE_PREFIX: c.config.tablePrefix,
+      DATA_DIR: c.dataDir,
+      TENANTS_FILE: path.join(c.dataDir, "tenants.json"),
+      OPENAI_MODEL: "mock-model",
+      VCS_MODE: "auto",
+      WORKER_ID: "w2",
+    }, ["--worker"]);
+    await runTurn(c.url, acme, id, "Please write three.txt");
+    await until(() => hasRef(shadow, `refs/agent/${id}/turns/3`), "turn 3's snapshot");
+    await until(async () => (await c.cluster.store.load(id))?.status === "done", "release");
+    const closed = new Promise((r) => other.child.once("close", r));
+    other.child.kill("SIGTERM");
+    await closed;
+
+    // 3. A new worker in this process, which remembers the session as w1 left it (two turns),
+    // runs the fourth: its number and "before" state come from git, not from that memory.
+    c.worker("w3");
+    await runTurn(c.url, acme, id, "Please write four.txt");
+    await until(
+      async () => c.errors.length > 0 || (await c.turns("acme", id)).turns.length >= 4,
+      "turn 4's snapshot",
+    );
+    assert.deepEqual(c.errors, []);
+    const all = (await c.turns("acme", id)).turns;
+    assert.deepEqual(all.map((t) => [t.turn, t.files.map((f) => f.path)]), [
+      [1, ["one.txt"]],
+      [2, ["two.txt"]],
+      [3, ["three.txt"]],
+      [4, ["four.txt"]],
+    ]);
+    const fourth = await call(`${c.url}/sessions/${id}/turns/4/diff`, acme, "GET");
+    assert.match(String(fourth.body.patch), /\+\+\+ b\/four\.txt/);
+    assert.doesNotMatch(String(fourth.body.patch), /three\.txt/);
+    // Three owners ran the session's turns.
+    const owners = new Set((await c.cluster.store.read(id, 0)).map((e) => e.epoch));
+    assert.ok(owners.size >= 3, `epochs ${[...owners]}`);
+    assert.ok(fs.existsSync(path.join(ws, ".agent", "vcs")), "a shadow repository");
+    assert.deepEqual(c.errors, []);
+  },
+);
+
+test(
+  "a turn parked for an approval and finished by another worker keeps all its changes",
+  { skip },
+  async () => {
+    // One turn, two writes: a.txt approved at once, b.txt only after the session parked.
+    const script = scripted((_req, body) => {
+      if (!/Please write both/.test(body)) return null;
+      const results = (body.match(/"(tool|function_call_output)"/g) ?? []).length;
+      if (results === 0) {
+        return {
+          toolCalls: [{
+            id: "wa",
+            name: "write_file",
+            arguments: { path: "a.txt", content: "a\n" },
+          }],
+        };
+      }
+      if (results === 1) {
+        return {
+          toolCalls: [{
+            id: "wb",
+            name: "write_file",
+            arguments: { path: "b.txt", content: "b\n" },
+          }],
+        };
+      }
+      return null;
+    });
+    const c = await clusterSetup([{ id: "acme", script }], {
+      vcsMode: "auto",
+      approvalHoldMs: 300,
+    });
+    const acme = c.token("acme");
+    const id = await c.session("acme");
+    const w1 = c.worker("w1");
+    const sent = await call(`${c.url}/sessions/${id}/messages`, acme, "POST", {
+      text: "Please write both",
+    });
+    assert.equal(sent.status, 202);
+    const reading = readEvents(c.url, acme, id, 0, async (f) => {
+      if (f.type === "permission_required" && f.data.reqId === "wa") {
+        await call(`${c.url}/sessions/${id}/approvals/wa`, acme, "POST", { outcome: "once" });
+      }
+      if (f.type === "parked") return "stop";
+    });
+    await reading;
+    await until(
+      async () => (await c.cluster.store.load(id))?.status === "waiting_approval",
+      "the session to park",
+    );
+    await w1.stop();
+    c.worker("w2");
+    const r = await call(`${c.url}/sessions/${id}/approvals/wb`, acme, "POST", { outcome: "once" });
+    assert.equal(r.status, 200);
+    await until(async () => (await c.turns("acme", id)).turns.length > 0, "the turn's snapshot");
+    await until(async () => (await c.cluster.store.load(id))?.status === "done", "release");
+    const { turns } = await c.turns("acme", id);
+    assert.deepEqual(turns.map((t) => [t.turn, t.status, t.files.map((f) => f.path)]), [
+      [1, "completed", ["a.txt", "b.txt"]],
+    ]);
+    assert.deepEqual(c.errors, []);
+  },
+);
+
+/** Whether the repository at `gitDir` has `ref`. */
+function hasRef(gitDir: string, ref: string): boolean {
+  try {
+    execFileSync("git", ["--git-dir", gitDir, "rev-parse", "-q", "--verify", ref]);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Processes below this one whose command line contains `part` (Linux: /proc). */
+function descendants(part: string): number[] {
+  const parent = new Map<number, number>();
+  const cmd = new Map<number, string>();
+  for (const p of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(p)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${p}/stat`, "utf8");
+      parent.set(Number(p), Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]));
+      cmd.set(Number(p), fs.readFileSync(`/proc/${p}/cmdline`, "utf8"));
+    } catch {
+      // gone
+    }
+  }
+  const mine = (pid: number): boolean => {
+    for (let p = parent.get(pid); p !== undefined && p > 1; p = parent.get(p)) {
+      if (p === process.pid) return true;
+    }
+    return false;
+  };
+  return [...cmd].filter(([pid, c]) => c.includes(part) && mine(pid)).map(([pid]) => pid);
+}
+
+test(
+  "a tenant's MCP servers give tools to its sessions only, one set per worker, closed on stop",
+  { skip: skip || mcpSkip },
+  async () => {
+    // The model calls the echo tool when it is offered one, and answers otherwise.
+    const script = scripted((req, _body, answered) => {
+      const tools = JSON.stringify(req.body?.tools ?? []);
+      return !answered && tools.includes("mcp__everything__echo")
+        ? { toolCalls: [{ name: "mcp__everything__echo", arguments: { message: "hi" } }] }
+        : null;
+    });
+    const c = await clusterSetup([{ id: "acme", script }, { id: "globex", script }]);
+    fs.mkdirSync(path.join(c.dataDir, "tenants", "acme"), { recursive: true });
+    fs.writeFileSync(
+      path.join(c.dataDir, "tenants", "acme", "mcp.json"),
+      JSON.stringify({
+        mcpServers: { everything: { command: "node", args: [EVERYTHING_ENTRY, "stdio"] } },
+      }),
+    );
+    const w = c.worker("w1");
+    const acme = c.token("acme");
+    const globex = c.token("globex");
+    for (const text of ["Echo something", "Echo again"]) {
+      const id = await c.session("acme");
+      const frames = await runTurn(c.url, acme, id, text);
+      const asked = frames.find((f) => f.type === "permission_required");
+      assert.equal(asked?.data.name, "mcp__everything__echo", "the call needs approval");
+      const done = frames.find((f) => f.type === "tool_finished");
+      assert.deepEqual([done?.data.status, done?.data.result_preview], ["ok", "Echo: hi"]);
+      assert.equal(frames.at(-1)?.data.status, "completed");
+    }
+    // Two sessions of the tenant, one server process on the worker.
+    assert.equal(descendants(EVERYTHING_ENTRY).length, 1);
+    // The other tenant's model is offered no MCP tool, and no server runs for it.
+    const other = await c.session("globex");
+    const frames = await runTurn(c.url, globex, other, "Echo something");
+    assert.equal(frames.some((f) => f.type.startsWith("tool_")), false);
+    assert.equal(c.models.globex.requests.length, 1);
+    assert.doesNotMatch(JSON.stringify(c.models.globex.requests[0].body?.tools ?? []), /mcp__/);
+    assert.match(
+      JSON.stringify(c.models.acme.requests[0].body?.tools ?? []),
+      /mcp__everything__echo/,
+    );
+    assert.equal(descendants(EVERYTHING_ENTRY).length, 1);
+    await w.stop();
+    await until(() => descendants(EVERYTHING_ENTRY).length === 0, "the MCP server to close");
+    assert.deepEqual(c.errors, []);
+  },
+);

@@ -58,7 +58,10 @@ export interface ServerConfig {
   approvalTimeoutMs: number;
   /** `MAX_BODY_BYTES`: largest request body (default 1 MiB). */
   maxBodyBytes: number;
-  /** `VCS_MODE`: per-turn snapshots, `off` / `auto` / `native` / `shadow` (default `auto`). */
+  /**
+   * `VCS_MODE`: per-turn snapshots, `off` / `auto` / `native` / `shadow` (default `auto`). In
+   * the multi-worker mode workers take them and front ends read them: set it alike on both.
+   */
   vcsMode: "off" | "auto" | "native" | "shadow";
   /**
    * `DATABASE_URL`: a `postgres://` URL selects the multi-worker mode (front ends and

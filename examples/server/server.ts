@@ -39,22 +39,19 @@ import { randomUUID } from "node:crypto";
 import fs from "node:fs";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import path from "node:path";
-import process from "node:process";
 import {
   approvalFields,
   ApprovalOutcome,
   createDefaultEngine,
   type EventStream,
   FileLogHook,
-  loadMcpConfigFile,
-  McpManager,
+  type McpManager,
   type Message,
   Mode,
   OpenAIProvider,
   type PermissionRequest,
   type ProviderClient,
-  resolveVcsPlan,
-  SessionVcs,
+  type SessionVcs,
   type TurnEngine,
   type WsEvent,
 } from "../../mod.ts";
@@ -67,6 +64,8 @@ import {
   serveAsset,
   TenantTokens,
 } from "./_http.ts";
+import { startTenantMcp } from "./_mcp.ts";
+import { openSessionVcs, turnDiffBody, turnsBody } from "./_vcs.ts";
 import type { EngineLimits, ServerConfig, TenantConfig } from "./config.ts";
 
 /** Options of {@link AgentServer}: a {@link ServerConfig} plus test seams. */
@@ -302,23 +301,16 @@ export class AgentServer {
       waiting: 0,
       pending: new Map(),
     };
-    if (this.#options.vcsMode !== "off") {
-      const plan = resolveVcsPlan(workspace, { mode: this.#options.vcsMode });
-      if (plan.mode !== "off") rt.vcs = new SessionVcs(plan, id);
-    }
-    // MCP: the tenant's own config, outside the workspace the agent can write; the engine's
-    // own registry; no server secrets for `${VAR}` (only PATH and HOME).
-    const { configs, warnings } = loadMcpConfigFile(path.join(this.#tenantDir(tenant), "mcp.json"));
-    for (const w of warnings) console.error(`mcp (${tenant.id}): ${w}`);
-    if (configs.length) {
-      const env = { PATH: process.env.PATH, HOME: workspace };
-      rt.mcp = new McpManager(engine.registry, configs, { builtin: { workspace, env }, env });
-      rt.mcpReady = rt.mcp.connectAll().then(
-        (r) => {
-          for (const f of r.failed) console.error(`mcp (${tenant.id}): ${JSON.stringify(f)}`);
-        },
-        (err) => console.error(`mcp (${tenant.id}): ${(err as Error).message}`),
-      );
+    rt.vcs = openSessionVcs(workspace, this.#options.vcsMode, id);
+    // MCP: the tenant's own servers (`_mcp.ts`), in this session's engine's registry.
+    const mcp = startTenantMcp(engine.registry, {
+      tenantId: tenant.id,
+      tenantDir: this.#tenantDir(tenant),
+      workspace,
+    });
+    if (mcp) {
+      rt.mcp = mcp.manager;
+      rt.mcpReady = mcp.ready;
     }
     engine.setApprover((request) =>
       new Promise<ApprovalOutcome>((resolve) => {
@@ -452,20 +444,10 @@ export class AgentServer {
       return this.#json(res, 200, { ok: true });
     }
     if (parts.length === 3 && method === "GET" && action === "turns") {
-      const turns = rt.vcs ? await rt.vcs.listTurns() : [];
-      return this.#json(res, 200, {
-        enabled: rt.vcs !== null,
-        turns: turns.map((t) => ({ turn: t.turn, status: t.status, time: t.time, files: t.files })),
-      });
+      return this.#json(res, 200, await turnsBody(rt.vcs));
     }
     if (parts.length === 5 && method === "GET" && action === "turns" && parts[4] === "diff") {
-      const n = Number(parts[3]);
-      if (!rt.vcs || !Number.isInteger(n) || n < 1) throw new HttpError(404, "not found");
-      try {
-        return this.#json(res, 200, { turn: n, patch: await rt.vcs.diffTurn(n) });
-      } catch {
-        throw new HttpError(404, "not found");
-      }
+      return this.#json(res, 200, await turnDiffBody(rt.vcs, parts[3]));
     }
     throw new HttpError(404, "not found");
   }

@@ -19,6 +19,8 @@
  *   starts or finishes, the store records the answer (an `inbox` event of kind `approval`,
  *   written for answers from any front end and for the denials of a cancel), or the turn ends.
  *   Stop queues a cancel (`POST /sessions/:id/interrupt`, also with an `Idempotency-Key`).
+ *   The turns panel reads `GET /sessions/:id/turns` as in single mode (the front end reads the
+ *   workers' snapshots from git), again after each `turn_end`.
  *
  * Everything the model or a tool wrote is put in the page as text (`textContent`) or through
  * `approvalToHtmlTable`, which escapes it.
@@ -552,6 +554,7 @@ class EventFeed {
     } else if (f.type === "turn_end") {
       this.#inTurn = false;
       setBusy(false);
+      void loadTurnsAfterTurn(this.#session, this.#ac.signal);
     } else if (f.type === "inbox" && f.data.kind === "cancel" && !this.#inTurn) {
       // A cancel taken before its turn started: the inputs before it are dropped, nothing runs.
       setBusy(false);
@@ -644,28 +647,35 @@ async function openSession(): Promise<void> {
     (call ?? log).appendChild(approvalCard(p));
   }
   scroll();
+  void loadTurns();
   if (mode === "cluster") {
-    // Workers keep no per-turn snapshots; the session's events come from its stream.
-    const off = $("turns-off");
-    off.textContent = "Snapshots are not kept in multi-worker mode.";
-    off.hidden = false;
-    $("turns").replaceChildren();
+    // The session's events come from its stream.
     const running = s.status === "running";
     setBusy(running || s.status === "runnable" || s.status === "waiting_approval");
     feed = new EventFeed(sessionId, Number(s.lastSeq ?? 0), running);
     return;
   }
-  void loadTurns();
   // After a server restart, calls that were waiting for approval are asked again.
   if (s.needsResume && !busy) await stream(`/sessions/${sessionId}/resume`, {});
 }
 
-async function loadTurns(): Promise<void> {
-  if (!sessionId || mode === "cluster") return;
-  const res = await api(`/sessions/${sessionId}/turns`);
-  if (!res.ok) return;
+/** Number of turns the turns panel shows. */
+let shownTurns = 0;
+
+/**
+ * Fills the turns panel from `GET /sessions/:id/turns` (both modes: in cluster mode the front
+ * end reads the snapshots the workers took).
+ *
+ * @returns How many turns it shows (unchanged when the request failed).
+ */
+async function loadTurns(): Promise<number> {
+  if (!sessionId) return shownTurns;
+  const session = sessionId;
+  const res = await api(`/sessions/${session}/turns`);
+  if (!res.ok || session !== sessionId) return shownTurns;
   const { enabled, turns } = await res.json();
   $("turns-off").hidden = enabled;
+  shownTurns = turns.length;
   const list = $("turns");
   list.replaceChildren(...turns.map((t: { turn: number; status: string; files: unknown[] }) => {
     const li = el("li", "");
@@ -681,6 +691,25 @@ async function loadTurns(): Promise<void> {
     });
     return li;
   }));
+  return shownTurns;
+}
+
+/**
+ * Cluster mode, after a `turn_end`: the worker writes the turn's snapshot just after that
+ * event is stored, so the list is asked for again, a few times, until it changes (a turn that
+ * changed no file adds nothing).
+ */
+async function loadTurnsAfterTurn(session: string, signal: AbortSignal): Promise<void> {
+  const before = shownTurns;
+  for (const ms of [0, 500, 1500, 3000]) {
+    await sleep(ms, signal);
+    if (signal.aborted || session !== sessionId) return;
+    try {
+      if (await loadTurns() !== before) return;
+    } catch {
+      return; // a 401 shows the token form; a drop: the next turn's end asks again
+    }
+  }
 }
 
 // --- wiring ---
