@@ -6,6 +6,7 @@
  * @module
  */
 import { EventEmitter } from "node:events";
+import { storable } from "./_json.ts";
 import {
   type AnswerResult,
   type AppendResult,
@@ -94,7 +95,7 @@ export function newRecord(sessionId: string, options: CreateOptions = {}): Local
   return {
     sessionId,
     status: "idle",
-    meta: { ...(options.meta ?? {}) },
+    meta: storable(options.meta ?? {}, "create a session"),
     ownerId: null,
     epoch: 0,
     expiresAt: 0,
@@ -228,6 +229,11 @@ export abstract class LocalStore implements SessionStore {
   }
 
   read(sessionId: string, afterSeq: number, limit?: number): Promise<StoredEvent[]> {
+    try {
+      checkReadRange(afterSeq, limit);
+    } catch (err) {
+      return Promise.reject(err);
+    }
     if (!this.rec(sessionId)) return Promise.resolve([]);
     return Promise.resolve(this.readEvents(sessionId, afterSeq, limit));
   }
@@ -279,13 +285,14 @@ export abstract class LocalStore implements SessionStore {
     item: SubmitItem,
   ): Promise<SubmitResult> {
     checkItem(item);
+    const payload = storable(item.payload, "submit");
     const r = this.rec(sessionId);
     if (!r) return Promise.resolve("unknown");
     if (r.inbox.some((i) => i.idemKey === item.idemKey)) return Promise.resolve("duplicate");
     r.inbox.push({
       id: r.inboxNext++,
       kind: item.kind,
-      payload: structuredClone(item.payload),
+      payload,
       idemKey: item.idemKey,
       at: new Date().toISOString(),
     });
@@ -312,7 +319,7 @@ export abstract class LocalStore implements SessionStore {
     if (!r || !a) return Promise.resolve("unknown");
     if (a.status !== "pending") return Promise.resolve("already-decided");
     a.status = answer.decision.approve ? "approved" : "denied";
-    a.decision = structuredClone(answer.decision);
+    a.decision = storable(answer.decision, "answer an approval");
     a.decidedBy = answer.by ?? "";
     a.decidedAt = new Date().toISOString();
     const key = `approval:${answer.toolCallId}`;
@@ -411,6 +418,7 @@ export abstract class LocalStore implements SessionStore {
 
   release(lease: Lease, next: SessionStatus): Promise<void> {
     try {
+      checkStatus(next);
       const r = this.fenced(lease, "release the session");
       r.ownerId = null;
       r.expiresAt = 0;
@@ -433,7 +441,7 @@ export abstract class LocalStore implements SessionStore {
       out.push({
         seq: r.nextSeq + out.length + 1,
         kind: e.kind,
-        payload: e.payload,
+        payload: storable(e.payload, "append events"),
         ...(e.idemKey !== undefined ? { idemKey: e.idemKey } : {}),
         epoch,
         at,
@@ -496,7 +504,7 @@ export abstract class LocalStore implements SessionStore {
     try {
       const r = this.fenced(lease, "store a checkpoint");
       checkCheckpoint(checkpoint, r.nextSeq);
-      this.writeCheckpoint(r, structuredClone(checkpoint), 2);
+      this.writeCheckpoint(r, storable(checkpoint, "store a checkpoint"), 2);
       r.checkpointSeq = checkpoint.seq;
       return Promise.resolve();
     } catch (err) {
@@ -516,7 +524,11 @@ export abstract class LocalStore implements SessionStore {
         payload: { toolCallId, request },
         idemKey: `approval.req:${toolCallId}`,
       }], lease.epoch);
-      r.approvals.push({ toolCallId, request: structuredClone(request), status: "pending" });
+      r.approvals.push({
+        toolCallId,
+        request: storable(request, "open an approval"),
+        status: "pending",
+      });
       this.#touch(r);
       return Promise.resolve();
     } catch (err) {
@@ -597,6 +609,37 @@ export function checkEvents(events: NewEvent[]): void {
     if (e.idemKey !== undefined && (typeof e.idemKey !== "string" || e.idemKey === "")) {
       throw new TypeError(`Cannot append ${e.kind}: idemKey must be a non-empty string`);
     }
+  }
+}
+
+const STATUSES: ReadonlySet<string> = new Set<SessionStatus>([
+  "idle",
+  "runnable",
+  "running",
+  "waiting_approval",
+  "done",
+  "failed",
+]);
+
+/** Validates the status a session is released with. */
+export function checkStatus(next: unknown): void {
+  if (typeof next !== "string" || !STATUSES.has(next) || next === "running") {
+    throw new TypeError(
+      `Cannot release the session: status ${JSON.stringify(next)} must be idle, runnable, ` +
+        "waiting_approval, done or failed",
+    );
+  }
+}
+
+/** Validates the range of a `read`. */
+export function checkReadRange(afterSeq: unknown, limit: unknown): void {
+  if (typeof afterSeq !== "number" || !Number.isSafeInteger(afterSeq) || afterSeq < 0) {
+    throw new RangeError(`Cannot read events: afterSeq ${afterSeq} must be a non-negative integer`);
+  }
+  if (
+    limit !== undefined && (typeof limit !== "number" || !Number.isSafeInteger(limit) || limit < 0)
+  ) {
+    throw new RangeError(`Cannot read events: limit ${limit} must be a non-negative integer`);
   }
 }
 

@@ -29,12 +29,15 @@
  * @module
  */
 import { EventEmitter } from "node:events";
+import { storableJson } from "./_json.ts";
 import {
   checkCheckpoint,
   checkDecision,
   checkEvents,
   checkItem,
   checkOwner,
+  checkReadRange,
+  checkStatus,
 } from "./local_store.ts";
 import {
   type AnswerResult,
@@ -438,7 +441,7 @@ export class PostgresSessionStore implements SessionStore {
         base,
         lease.epoch,
         fresh.map((e) => e.kind),
-        fresh.map((e) => JSON.stringify(e.payload)),
+        fresh.map((e) => storableJson(e.payload, "append events")),
         fresh.map((e) => e.idemKey ?? null),
       ],
     );
@@ -464,7 +467,7 @@ export class PostgresSessionStore implements SessionStore {
     const r = await db.query(
       `INSERT INTO ${this.#t("sessions")} (session_id, meta, ttl_ms) VALUES ($1, $2::jsonb, $3)
        ON CONFLICT (session_id) DO NOTHING`,
-      [sessionId, JSON.stringify(options.meta ?? {}), options.ttlMs ?? null],
+      [sessionId, storableJson(options.meta ?? {}, "create a session"), options.ttlMs ?? null],
     );
     return (r.rowCount ?? 0) > 0;
   }
@@ -547,6 +550,7 @@ export class PostgresSessionStore implements SessionStore {
 
   /** {@inheritDoc SessionStore.read} */
   async read(sessionId: string, afterSeq: number, limit?: number): Promise<StoredEvent[]> {
+    checkReadRange(afterSeq, limit);
     const db = await this.#q();
     const r = await db.query(
       `SELECT seq, kind, payload, idem_key, lease_epoch, created_at FROM ${this.#t("events")}
@@ -689,8 +693,10 @@ export class PostgresSessionStore implements SessionStore {
     sessionId: string,
     item: SubmitItem,
   ): Promise<SubmitResult> {
+    let payload: string;
     try {
       checkItem(item);
+      payload = storableJson(item.payload, "submit");
     } catch (err) {
       return Promise.reject(err);
     }
@@ -705,7 +711,7 @@ export class PostgresSessionStore implements SessionStore {
       const ins = await c.query(
         `INSERT INTO ${this.#t("inbox")} (session_id, id, kind, payload, idem_key)
          VALUES ($1, $2, $3, $4::jsonb, $5) ON CONFLICT (session_id, idem_key) DO NOTHING`,
-        [sessionId, s.rows[0].inbox_next, item.kind, JSON.stringify(item.payload), item.idemKey],
+        [sessionId, s.rows[0].inbox_next, item.kind, payload, item.idemKey],
       );
       if ((ins.rowCount ?? 0) === 0) {
         throw new DuplicateSubmit();
@@ -737,7 +743,7 @@ export class PostgresSessionStore implements SessionStore {
           sessionId,
           answer.toolCallId,
           answer.decision.approve ? "approved" : "denied",
-          JSON.stringify(answer.decision),
+          storableJson(answer.decision, "answer an approval"),
           answer.by ?? "",
         ],
       );
@@ -760,7 +766,10 @@ export class PostgresSessionStore implements SessionStore {
         [
           sessionId,
           s.rows[0].inbox_next,
-          JSON.stringify({ toolCallId: answer.toolCallId, decision: answer.decision }),
+          storableJson(
+            { toolCallId: answer.toolCallId, decision: answer.decision },
+            "answer an approval",
+          ),
           `approval:${answer.toolCallId}`,
         ],
       );
@@ -847,6 +856,11 @@ export class PostgresSessionStore implements SessionStore {
 
   /** {@inheritDoc SessionStore.release} */
   release(lease: Lease, next: SessionStatus): Promise<void> {
+    try {
+      checkStatus(next);
+    } catch (err) {
+      return Promise.reject(err);
+    }
     return this.#tx(async (c) => {
       await this.#fence(c, lease, "release the session");
       // A new statement after the row lock: sees inputs and answers committed meanwhile.
@@ -931,7 +945,7 @@ export class PostgresSessionStore implements SessionStore {
 
   /** {@inheritDoc SessionStore.putCheckpoint} */
   async putCheckpoint(lease: Lease, checkpoint: Checkpoint): Promise<void> {
-    const text = JSON.stringify(checkpoint?.state ?? null);
+    const text = storableJson(checkpoint?.state ?? null, "store a checkpoint");
     await this.#tx(async (c) => {
       const row = await this.#fence(c, lease, "store a checkpoint");
       checkCheckpoint(checkpoint, Number(row.next_seq));
@@ -987,7 +1001,12 @@ export class PostgresSessionStore implements SessionStore {
       await c.query(
         `INSERT INTO ${this.#t("approvals")} (session_id, tool_call_id, request, requested_seq)
          VALUES ($1, $2, $3::jsonb, $4)`,
-        [lease.sessionId, toolCallId, JSON.stringify(request), written[0]?.seq ?? row.next_seq],
+        [
+          lease.sessionId,
+          toolCallId,
+          storableJson(request, "open an approval"),
+          written[0]?.seq ?? row.next_seq,
+        ],
       );
     });
   }

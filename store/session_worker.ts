@@ -20,6 +20,10 @@
  * Inputs submitted after the cancel run as usual. A `retry` item runs `engine.retry()` in its
  * place in the queue (the last turn again, when it ended with a retriable error).
  *
+ * A session that cannot run is not retried forever: when the host's `createEngine` throws, or a
+ * run fails three times in a row on a worker, an `error` event with the reason is stored and the
+ * session is released as `failed` (new input makes it runnable again).
+ *
  * A lease the heartbeat no longer returns (or a fenced write that fails) stops the session at
  * once: nothing more is written, the turn is interrupted, and the new owner carries on from the
  * store.
@@ -96,6 +100,20 @@ export interface StopOptions {
   graceMs?: number;
 }
 
+/** Runs of a session that may fail in a row on one worker before it is marked `failed`. */
+const MAX_TRIES = 3;
+
+/** The host's `createEngine` threw: retrying at once would not help. */
+class SessionSetupError extends Error {
+  constructor(cause: unknown) {
+    super(`Cannot build the session's engine: ${errorText(cause)}`, { cause });
+  }
+}
+
+function errorText(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
 interface Active {
   lease: Lease;
   engine?: TurnEngine;
@@ -147,6 +165,8 @@ export class SessionWorker {
   #lastBeat = Date.now();
   #claiming = 0;
   #stopAc = new AbortController();
+  /** Failed runs in a row per session (see {@link MAX_TRIES}). */
+  #failures = new Map<string, number>();
 
   /**
    * Creates a worker (nothing runs until {@link SessionWorker.start}).
@@ -299,6 +319,25 @@ export class SessionWorker {
     }
   }
 
+  /** Records why the session cannot run and releases it as `failed` (best-effort). */
+  async #fail(lease: Lease, err: unknown): Promise<void> {
+    const cause = err instanceof SessionSetupError ? err.cause : err;
+    try {
+      await this.store.append(lease, [{
+        kind: "error",
+        payload: {
+          error: `Cannot run session ${lease.sessionId}: ${errorText(cause)}`,
+          error_type: err instanceof SessionSetupError ? "session_setup" : "worker_error",
+          retriable: false,
+          by: this.ownerId,
+        },
+      }]);
+      await this.store.release(lease, "failed");
+    } catch {
+      await this.store.release(lease, "runnable").catch(() => {});
+    }
+  }
+
   #lose(a: Active): void {
     if (a.lost) return;
     a.lost = true;
@@ -324,9 +363,21 @@ export class SessionWorker {
       cancelled: false,
     };
     this.#active.set(lease.sessionId, a);
-    a.done = this.#run(a).catch((err) => {
+    a.done = this.#run(a).then(() => {
+      this.#failures.delete(lease.sessionId);
+    }, (err) => {
       this.#report(err, lease.sessionId);
       a.hook?.detach();
+      if (err instanceof LeaseLostError) return;
+      // A session that cannot be rebuilt (the host's createEngine throws, its data is refused)
+      // would be claimed again at once, forever: after a few tries in a row it is marked failed,
+      // with the reason in its log. New input makes it runnable again.
+      const tries = (this.#failures.get(lease.sessionId) ?? 0) + 1;
+      this.#failures.set(lease.sessionId, tries);
+      if (err instanceof SessionSetupError || tries >= MAX_TRIES) {
+        this.#failures.delete(lease.sessionId);
+        return this.#fail(lease, err);
+      }
       // Give it back for another try; when the store is down, the heartbeat does it later.
       return this.store.release(lease, "runnable").catch(() => {});
     }).finally(() => {
@@ -341,12 +392,17 @@ export class SessionWorker {
     const loaded = await this.store.load(lease.sessionId);
     if (!loaded) return;
     const restored = restoreSession(loaded);
-    const engine = await this.#o.createEngine({
-      sessionId: lease.sessionId,
-      messages: restored.messages,
-      state: restored.state,
-      meta: loaded.meta,
-    });
+    let engine: TurnEngine;
+    try {
+      engine = await this.#o.createEngine({
+        sessionId: lease.sessionId,
+        messages: restored.messages,
+        state: restored.state,
+        meta: loaded.meta,
+      });
+    } catch (err) {
+      throw new SessionSetupError(err);
+    }
     if (restored.messages.length) {
       FileLogHook.applyState(engine, restored.state as unknown as SavedState);
     }
@@ -366,6 +422,20 @@ export class SessionWorker {
     a.engine = engine;
     a.hook = hook;
 
+    // Calls a dead owner started and that are not run again: their end goes into the log, so
+    // viewers do not show them as still running or as never run.
+    for (const id of restored.interrupted) {
+      const m = restored.messages.find((x) => x.role === "tool" && x.tool_call_id === id);
+      hook.record("tool_finished", {
+        reqId: id,
+        name: m?.name ?? "",
+        status: "interrupted",
+        reason: "the process running it stopped before it finished; it is not run again",
+        recovered: true,
+        idemKey: `tool_result:${id}`,
+        ...(typeof m?.content === "string" ? { content: m.content } : {}),
+      }, `tool_result:${id}`);
+    }
     a.queue.push(...restored.pendingInputs);
     // 1. A turn a crash or a park cut short; ended as interrupted when a cancel is waiting for
     // it (or was taken before the crash).

@@ -84,6 +84,12 @@ eachStore(pg, "w", cleanups, (t) => {
     worker.start();
     await until(async () => (await store.load("s1"))?.status === "done", "the session to finish");
     assert.equal(runs, 1, "the tool ran once");
+    // Its end is in the log, so viewers do not show it as running or never run.
+    const ended = (await store.read("s1", 0)).filter((e) => e.kind === "tool_finished");
+    assert.equal(ended.length, 1);
+    assert.equal(ended[0].payload.status, "interrupted");
+    assert.equal(ended[0].payload.name, "act");
+    assert.equal(ended[0].idemKey, `tool_result:${ended[0].payload.reqId}`);
     const last = server.requests.at(-1)!.body!.messages as { role: string; content: string }[];
     assert.match(last.at(-1)!.content, /Interrupted, not re-run/);
     await a.finish();
@@ -213,6 +219,38 @@ eachStore(pg, "w", cleanups, (t) => {
     const restored = restoreSession((await store.load("s1"))!);
     assert.match(String(restored.messages.at(-1)?.content), /done after ran by B 1/);
   });
+
+  t(
+    "a session whose engine cannot be built is marked failed, not claimed forever",
+    async (store) => {
+      const { server, ws } = await setup();
+      let builds = 0;
+      let broken = true;
+      const worker = new SessionWorker(store, {
+        pollMs: 20,
+        onError: () => {},
+        createEngine: ({ messages, meta }) => {
+          builds++;
+          if (broken) throw new Error(`tenant ${meta.tenant} is not configured`);
+          return makeEngine({ baseURL: server.baseURL, workspace: ws, messages, act: () => "ok" });
+        },
+      });
+      cleanups.push(() => worker.stop());
+      await store.create("s1", { meta: { tenant: "ghost" } });
+      await store.submit("s1", { kind: "user_input", payload: { text: "hi" }, idemKey: "m1" });
+      worker.start();
+      await until(async () => (await store.load("s1"))?.status === "failed", "the session to fail");
+      assert.equal(builds, 1, "not rebuilt over and over");
+      const error = (await store.read("s1", 0)).find((e) => e.kind === "error");
+      assert.equal(error?.payload.error_type, "session_setup");
+      assert.match(String(error?.payload.error), /tenant ghost is not configured/);
+      // Once the host is fixed, new input makes the session runnable: both inputs run.
+      broken = false;
+      await store.submit("s1", { kind: "user_input", payload: { text: "again" }, idemKey: "m2" });
+      await until(async () => (await store.load("s1"))?.status === "done", "the session to run");
+      assert.equal(builds, 2);
+    },
+  );
 
   t("a retry item runs the last turn again after a retriable error, and nothing otherwise", async (
     store,

@@ -328,5 +328,57 @@ export function storeConformance(name: string, make: StoreFactory, skip?: string
       /ttlMs/,
     );
     assert.deepEqual(await store.read("s1", 0), [], "nothing written");
+    await assert.rejects(() => store.release(lease, "bogus" as "done"), /status "bogus"/);
+    await assert.rejects(() => store.read("s1", Number.NaN), /afterSeq NaN/);
+    await assert.rejects(() => store.read("s1", 0, -1), /limit -1/);
+    await assert.rejects(
+      () => store.submit("s1", { kind: "user_input", payload: { n: 1n }, idemKey: "b" }),
+      /Cannot submit: the data is not JSON/,
+    );
+    assert.deepEqual(await store.peekInbox("s1"), [], "a refused submit leaves nothing behind");
+    await assert.rejects(
+      () => store.append(lease, [{ kind: "a", payload: { n: 1n } }]),
+      /Cannot append events: the data is not JSON/,
+    );
+    assert.equal((await store.load("s1"))?.lastSeq, 0);
+  });
+
+  t("NUL and unpaired surrogates are stored as U+FFFD everywhere, the rest as written", async (
+    store,
+  ) => {
+    const emoji = "😀";
+    const odd = `a\u0000b ${emoji.slice(0, 1)}|${emoji}`;
+    const kept = "a\ufffdb \ufffd|" + emoji;
+    await store.create("s1", { meta: { note: odd } });
+    assert.equal(
+      await store.submit("s1", { kind: "user_input", payload: { text: odd }, idemKey: "m1" }),
+      "queued",
+    );
+    assert.equal((await store.peekInbox("s1"))[0].payload.text, kept);
+    const [lease] = await store.claimRunnable({ ownerId: "w1" });
+    await store.takeInbox(lease);
+    await store.append(lease, [{ kind: "tool_finished", payload: { content: odd } }]);
+    await store.openApproval(lease, "call_1", { arguments: { command: odd } });
+    await store.putCheckpoint(lease, {
+      seq: 3,
+      schemaVersion: CHECKPOINT_SCHEMA_VERSION,
+      state: { messages: [{ role: "tool", content: odd }] },
+    });
+    await store.answerApproval("s1", {
+      toolCallId: "call_1",
+      decision: { approve: false, note: odd },
+    });
+    const loaded = (await store.load("s1"))!;
+    assert.equal(loaded.meta.note, kept);
+    assert.deepEqual((loaded.checkpoint?.state.messages as { content: string }[])[0].content, kept);
+    const events = await store.read("s1", 0);
+    assert.equal(events.find((e) => e.kind === "tool_finished")?.payload.content, kept);
+    assert.equal(
+      (events.find((e) => e.kind === "inbox")?.payload.payload as { text: string }).text,
+      kept,
+    );
+    const approval = loaded.approvals[0];
+    assert.equal((approval.request.arguments as { command: string }).command, kept);
+    assert.equal(approval.decision?.note, kept);
   });
 }
