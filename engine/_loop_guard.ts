@@ -93,7 +93,7 @@ export function resolveLoopOptions(
   if (!Number.isInteger(maxRepeats) || maxRepeats < 1) {
     throw new TypeError(
       "Cannot use loopDetection: maxRepeats must be an integer of at least 1 " +
-        `(got ${JSON.stringify(maxRepeats)})`,
+        `(got ${typeof maxRepeats === "number" ? maxRepeats : JSON.stringify(maxRepeats)})`,
     );
   }
   const ignore = options?.ignoreTools ?? DEFAULT_LOOP_IGNORE_TOOLS;

@@ -196,6 +196,8 @@ test("resolveLoopOptions applies defaults and rejects bad thresholds clearly", (
       /Cannot use loopDetection: maxRepeats must be an integer of at least 1/,
     );
   }
+  assert.throws(() => resolveLoopOptions({ maxRepeats: Infinity }), /\(got Infinity\)/);
+  assert.throws(() => resolveLoopOptions({ maxRepeats: "3" as unknown as number }), /\(got "3"\)/);
   assert.throws(
     () => resolveLoopOptions({ ignoreTools: "grep" as unknown as string[] }),
     /ignoreTools must be an array/,
