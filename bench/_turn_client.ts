@@ -209,6 +209,58 @@ function wire(baseURL: string): Promise<TurnFn> {
   });
 }
 
+/**
+ * Not a contender: `OpenAIProvider.stream` (this package's provider layer alone) with the same
+ * hand-written loop as `raw-openai`. Shows how the engine's overhead splits between the
+ * provider (stream normaliser, watchdog) and the turn loop with its event stream.
+ */
+async function providerOnly(baseURL: string): Promise<TurnFn> {
+  const core = await import("../mod.ts");
+  return async (model) => {
+    const w = workloadOf(model);
+    const m = new Meter();
+    const provider = new core.OpenAIProvider({
+      apiKey: API_KEY,
+      baseURL,
+      apiMode: "chat",
+      maxRetries: 0,
+    });
+    const tools = [chatTool as never];
+    // deno-lint-ignore no-explicit-any
+    const messages: any[] = [{ role: "system", content: SYSTEM }, {
+      role: "user",
+      content: PROMPT,
+    }];
+    for (let it = 0; it < w.iterations + 1; it++) {
+      const stream = await provider.stream(model, messages, tools, {
+        reqId: `req_${it}`,
+        logTime: new Date().toISOString(),
+      });
+      let text = "";
+      let calls: { id: string; function: { name: string; arguments: string } }[] = [];
+      for await (const chunk of stream) {
+        m.event();
+        if (chunk.content) {
+          text += chunk.content;
+          m.delta(chunk.content);
+        }
+        if (chunk.toolCalls) calls = chunk.toolCalls;
+      }
+      messages.push({
+        role: "assistant",
+        content: text || null,
+        ...(calls.length ? { tool_calls: calls } : {}),
+      });
+      if (!calls.length) break;
+      for (const c of calls) {
+        const result = await m.tool(JSON.parse(c.function.arguments));
+        messages.push({ role: "tool", tool_call_id: c.id, content: JSON.stringify(result) });
+      }
+    }
+    return m.done(w, model);
+  };
+}
+
 /** This engine: `TurnEngine`, `Mode.AUTO`, only the no-op tool, consuming `run()`. */
 async function engine(baseURL: string): Promise<TurnFn> {
   const core = await import("../mod.ts");
@@ -320,6 +372,7 @@ async function openaiAgents(baseURL: string): Promise<TurnFn> {
 export const CONTENDERS: Record<string, (baseURL: string) => Promise<TurnFn>> = {
   "wire": wire,
   "raw-openai": rawSdk,
+  "provider": providerOnly,
   "zqagent": engine,
   "vercel-ai": vercelAi,
   "openai-agents": openaiAgents,

@@ -11,11 +11,15 @@
  * All four send Chat Completions requests. Measurements are interleaved (round after round,
  * each contender once per round in rotating order), so background load hits all alike. Per
  * turn: total time, time to the first event and to the first text delta (from the call that
- * starts the turn); then aggregate throughput of 200 concurrent sessions (a smaller turn each:
- * 300 deltas, 6 calls, 3 iterations). Prints a Markdown table; the last line is JSON.
+ * starts the turn), and the CPU time of the contender's process during the turn (user + system,
+ * which load from other processes on the machine disturbs less than wall time); then aggregate
+ * throughput of 200 concurrent sessions (a smaller turn each: 300 deltas, 6 calls, 3
+ * iterations). Prints a Markdown table; the last line is JSON.
  *
  * Env: `BENCH_QUICK=1` (fewer rounds, 50 sessions), `TURN_BENCH_ROUNDS`, `TURN_BENCH_SESSIONS`,
- * `TURN_BENCH_ONLY` (comma-separated contender names).
+ * `TURN_BENCH_ONLY` (comma-separated contender names; besides the four, `wire` (the same requests
+ * with `fetch`, bodies read unparsed) and `provider` (`OpenAIProvider.stream` with the raw
+ * loop) split the cost into its layers).
  *
  * @module
  */
@@ -86,6 +90,7 @@ class Client {
 
 interface Turn {
   ms: number;
+  cpuMs: number;
   firstEventMs: number;
   firstDeltaMs: number;
 }
@@ -138,6 +143,9 @@ try {
 const total = new Map<string, Summary>();
 for (const [name, list] of turns) total.set(name, summarize(list.map((t) => t.ms)));
 const floor = total.get("raw-openai")?.median ?? NaN;
+const cpu = new Map<string, Summary>();
+for (const [name, list] of turns) cpu.set(name, summarize(list.map((t) => t.cpuMs)));
+const cpuFloor = cpu.get("raw-openai")?.median ?? NaN;
 const concFloor = median(conc.get("raw-openai") ?? []);
 const rows = CONTENDERS.map((name) => {
   const list = turns.get(name)!;
@@ -147,6 +155,8 @@ const rows = CONTENDERS.map((name) => {
     name,
     (t.median / floor).toFixed(2),
     fmt(t),
+    (cpu.get(name)!.median / cpuFloor).toFixed(2),
+    fmt(cpu.get(name)!),
     fmt(summarize(list.map((x) => x.firstEventMs)), 2),
     fmt(summarize(list.map((x) => x.firstDeltaMs)), 2),
     cold.get(name)!.firstDeltaMs.toFixed(1),
@@ -159,6 +169,8 @@ console.log(table([
   "contender",
   "turn / raw",
   "turn ms, median (IQR)",
+  "CPU / raw",
+  "CPU ms per turn",
   "first event ms",
   "first delta ms",
   "first delta ms, 1st turn of process",
@@ -174,6 +186,9 @@ const result = {
     ratio("zqagent") < ratio("openai-agents"),
   medianMs: Object.fromEntries([...total].map(([n, s]) => [n, +s.median.toFixed(1)])),
   ratios: Object.fromEntries(CONTENDERS.map((n) => [n, +ratio(n).toFixed(3)])),
+  cpuRatios: Object.fromEntries(
+    CONTENDERS.map((n) => [n, +((cpu.get(n)?.median ?? NaN) / cpuFloor).toFixed(3)]),
+  ),
   firstDeltaMs: Object.fromEntries(
     CONTENDERS.map((n) => [n, +median(turns.get(n)!.map((t) => t.firstDeltaMs)).toFixed(2)]),
   ),

@@ -3,35 +3,52 @@
  * only when the reader has taken the value, so the turn never runs ahead of its consumer
  * (DESIGN §3, backpressure). Once the reader is gone (`detach`), pushes resolve at once.
  *
+ * Performance (bench/turn_bench.ts): every streamed delta passes through here. A push that finds
+ * the reader waiting hands the value over and returns `undefined` (nothing to wait for), and
+ * the one waiting read and the one pending push each sit in a slot: no array work per event
+ * (a `push` and a `shift` on a small array reallocate its storage).
+ *
  * @module
  */
 import { directStream } from "../_internal/direct_stream.ts";
 import type { EventStream } from "./events.ts";
 
-const RESOLVED: Promise<void> = Promise.resolve();
-
 interface Pending<T> {
   value: T;
-  taken: () => void;
+  taken: PromiseWithResolvers<void>;
 }
 
 /** See the module doc. */
 export class EventChannel<T> {
-  #queue: Pending<T>[] = [];
-  #waiters: { resolve: (r: IteratorResult<T>) => void; reject: (e: unknown) => void }[] = [];
+  // Pushed values the reader has not taken, in order: the first in a slot, the rest after it
+  // (only several pushes that do not wait for each other, e.g. tools' own events, queue up).
+  #pending: Pending<T> | undefined;
+  #morePending: Pending<T>[] = [];
+  // Reads waiting for a value, in order: the first in a slot, the rest after it (a reader that
+  // does not wait for one read before the next).
+  #waiter: PromiseWithResolvers<IteratorResult<T>> | undefined;
+  #moreWaiters: PromiseWithResolvers<IteratorResult<T>>[] = [];
   #closed = false;
   #detached = false;
   #error: unknown = undefined;
 
-  /** Queues a value; resolves when the reader took it (at once when detached or closed). */
-  push(value: T): Promise<void> {
-    if (this.#closed || this.#detached) return Promise.resolve();
-    const waiter = this.#waiters.shift();
+  /**
+   * Hands a value to the reader. Returns `undefined` when the reader took it at once (it was
+   * waiting) or is gone or the channel is closed; otherwise a promise that resolves when the
+   * reader takes it.
+   */
+  push(value: T): Promise<void> | undefined {
+    if (this.#closed || this.#detached) return undefined;
+    const waiter = this.#waiter;
     if (waiter) {
+      this.#waiter = this.#moreWaiters.length > 0 ? this.#moreWaiters.shift() : undefined;
       waiter.resolve({ value, done: false });
-      return RESOLVED;
+      return undefined;
     }
-    return new Promise((resolve) => this.#queue.push({ value, taken: resolve }));
+    const item: Pending<T> = { value, taken: Promise.withResolvers<void>() };
+    if (this.#pending === undefined) this.#pending = item;
+    else this.#morePending.push(item);
+    return item.taken.promise;
   }
 
   /**
@@ -39,13 +56,17 @@ export class EventChannel<T> {
    * {@link close} instead of done when there is one.
    */
   next(): Promise<IteratorResult<T>> {
-    const item = this.#queue.shift();
+    const item = this.#pending;
     if (item) {
-      item.taken();
+      this.#pending = this.#morePending.length > 0 ? this.#morePending.shift() : undefined;
+      item.taken.resolve();
       return Promise.resolve({ value: item.value, done: false });
     }
     if (this.#closed) return this.#end();
-    return new Promise((resolve, reject) => this.#waiters.push({ resolve, reject }));
+    const waiter = Promise.withResolvers<IteratorResult<T>>();
+    if (this.#waiter === undefined) this.#waiter = waiter;
+    else this.#moreWaiters.push(waiter);
+    return waiter.promise;
   }
 
   #end(): Promise<IteratorResult<T>> {
@@ -59,7 +80,9 @@ export class EventChannel<T> {
     if (this.#closed) return;
     this.#closed = true;
     this.#error = error;
-    for (const w of this.#waiters.splice(0)) {
+    const waiters = this.#waiter ? [this.#waiter, ...this.#moreWaiters.splice(0)] : [];
+    this.#waiter = undefined;
+    for (const w of waiters) {
       if (error !== undefined) w.reject(error);
       else w.resolve({ value: undefined, done: true });
     }
@@ -73,7 +96,9 @@ export class EventChannel<T> {
   /** The reader went away: release every pending push and accept no more. */
   detach(): void {
     this.#detached = true;
-    for (const item of this.#queue.splice(0)) item.taken();
+    const items = this.#pending ? [this.#pending, ...this.#morePending.splice(0)] : [];
+    this.#pending = undefined;
+    for (const item of items) item.taken.resolve();
   }
 }
 

@@ -234,6 +234,8 @@ function reasoningField(v: unknown): string {
   return "";
 }
 
+const EMPTY: Record<string, unknown> = Object.freeze({});
+
 /** Incremental normaliser for one Chat Completions stream. */
 export class ChatStreamNormaliser {
   #calls = new ToolCallAssembler();
@@ -248,48 +250,72 @@ export class ChatStreamNormaliser {
   }
 
   /**
-   * Feeds one parsed SSE payload; returns the chunks to deliver now.
+   * Feeds one parsed SSE payload; passes the chunk to deliver now, if any, to `emit`.
    *
    * @throws {ProviderError} When the payload is an error object (vLLM `{object:"error"}`, an
    *   `error` key, or a no-choices chunk with a message and code).
    */
-  push(payload: unknown): StreamChunk[] {
+  push(payload: unknown, emit: (chunk: StreamChunk) => void): void {
     const p = rec(payload);
-    if (!p) return [];
+    if (!p) return;
+    const choices = p.choices;
+    const hasChoices = Array.isArray(choices);
     if (
       p.object === "error" || p.error !== undefined && p.error !== null ||
-      (!Array.isArray(p.choices) && typeof p.message === "string" && p.code !== undefined)
+      (!hasChoices && typeof p.message === "string" && p.code !== undefined)
     ) {
       throw toProviderError(rec(p.error) ? { error: p.error } : { error: p });
     }
-    const usage = parseUsage(p.usage);
-    if (usage) this.#usage = usage; // cumulative or final: the latest wins
-    const choices = Array.isArray(p.choices) ? p.choices : [];
-    const choice = rec(choices.find((c) => rec(c)?.index === 0 || rec(c)?.index === undefined)) ??
-      rec(choices[0]);
-    if (!choice) return [];
-    const delta = rec(choice.delta) ?? rec(choice.message) ?? {};
-    const out: StreamChunk[] = [];
+    if (p.usage !== undefined && p.usage !== null) {
+      const usage = parseUsage(p.usage);
+      if (usage) this.#usage = usage; // cumulative or final: the latest wins
+    }
+    if (!hasChoices || choices.length === 0) return;
+    // The choice with index 0 (or without index), else the first one.
+    let choice = choices.length === 1 ? rec(choices[0]) : undefined;
+    if (!choice) {
+      choice = rec(choices.find((c) => rec(c)?.index === 0 || rec(c)?.index === undefined)) ??
+        rec(choices[0]);
+      if (!choice) return;
+    }
+    const delta = rec(choice.delta) ?? rec(choice.message) ?? EMPTY;
     let content = "";
-    let reasoning = reasoningField(delta.reasoning_content) || reasoningField(delta.reasoning);
-    if (typeof delta.content === "string") {
-      const split = this.#think.push(delta.content);
-      content += split.content;
-      reasoning += split.reasoning;
-    } else if (Array.isArray(delta.content)) {
-      const split = splitParts(delta.content);
-      content += split.content;
+    let reasoning = "";
+    if (delta.reasoning_content !== undefined || delta.reasoning !== undefined) {
+      reasoning = reasoningField(delta.reasoning_content) || reasoningField(delta.reasoning);
+    }
+    const text = delta.content;
+    if (typeof text === "string") {
+      if (this.#think.passthrough) content = text; // past any leading <think> block
+      else {
+        const split = this.#think.push(text);
+        content = split.content;
+        reasoning += split.reasoning;
+      }
+    } else if (Array.isArray(text)) {
+      const split = splitParts(text);
+      content = split.content;
       reasoning += split.reasoning;
     }
     if (content !== "" || reasoning !== "") {
-      out.push(chunk({ content: content || null, reasoning: reasoning || null }));
+      emit({
+        content: content || null,
+        reasoning: reasoning || null,
+        toolCalls: null,
+        usage: null,
+        finishReason: null,
+      });
     }
-    if (Array.isArray(delta.tool_calls)) { for (const f of delta.tool_calls) this.#calls.push(f); }
-    else if (rec(delta.function_call)) {
-      this.#calls.push({ index: 0, function: delta.function_call });
+    if (delta.tool_calls !== undefined || delta.function_call !== undefined) {
+      if (Array.isArray(delta.tool_calls)) {
+        for (const f of delta.tool_calls) this.#calls.push(f);
+      } else if (rec(delta.function_call)) {
+        this.#calls.push({ index: 0, function: delta.function_call });
+      }
     }
-    if (typeof choice.finish_reason === "string" && choice.finish_reason !== "") {
-      if (choice.finish_reason === "error") {
+    const finish = choice.finish_reason;
+    if (typeof finish === "string" && finish !== "") {
+      if (finish === "error") {
         throw new ProviderError(
           "Cannot finish the model response: the server ended it with an error",
           {
@@ -298,9 +324,8 @@ export class ChatStreamNormaliser {
           },
         );
       }
-      this.#finish = choice.finish_reason;
+      this.#finish = finish;
     }
-    return out;
   }
 
   /**

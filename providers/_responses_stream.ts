@@ -10,6 +10,8 @@ import { type ProviderError, toProviderError } from "./errors.ts";
 import { chunk, incompleteStreamError, parseUsage, rec } from "./_chat_stream.ts";
 import type { StreamChunk, TokenUsage, ToolCall } from "./types.ts";
 
+const UNSET = Symbol("unset");
+
 /** A function call being assembled. */
 interface PendingCall {
   order: number;
@@ -31,6 +33,8 @@ export class ResponsesStreamNormaliser {
   #terminal: { finish: string } | undefined;
   #idPrefix: string;
   #seq = 0;
+  /** Routing fields of the last text delta (see `push`); none yet. */
+  #textPart: unknown[] = [UNSET];
 
   /** @param idPrefix Prefix for ids of calls the server sent without a `call_id`. */
   constructor(idPrefix: string) {
@@ -66,78 +70,104 @@ export class ResponsesStreamNormaliser {
     }
   }
 
-  #reasoning(key: string, text: string): StreamChunk[] {
-    if (text === "") return [];
-    let out = text;
-    if (this.#lastReasoningKey !== undefined && this.#lastReasoningKey !== key) out = "\n\n" + out;
+  #reasoning(key: string, text: string, emit: (chunk: StreamChunk) => void): void {
+    if (text === "") return;
+    let reasoning = text;
+    if (this.#lastReasoningKey !== undefined && this.#lastReasoningKey !== key) {
+      reasoning = "\n\n" + reasoning;
+    }
     this.#lastReasoningKey = key;
     this.#reasoningEmitted = true;
-    return [chunk({ reasoning: out })];
+    emit(chunk({ reasoning }));
+  }
+
+  /** The content part of an event (`key:index`), which `.done` events match their deltas by. */
+  #sub(ev: Record<string, unknown>): string {
+    return `${this.#key(ev)}:${ev.content_index ?? ev.summary_index ?? 0}`;
   }
 
   /**
-   * Feeds one parsed event; returns the chunks to deliver now.
+   * Feeds one parsed event; passes each chunk to deliver now to `emit`, in order.
    *
    * @throws {ProviderError} On `error` events the SDK did not throw itself and on
    *   `response.failed` (classified: overflow messages set `contextOverflow`).
    */
-  push(payload: unknown): StreamChunk[] {
+  push(payload: unknown, emit: (chunk: StreamChunk) => void): void {
     const ev = rec(payload);
-    if (!ev || this.#terminal) return [];
+    if (!ev || this.#terminal) return;
     const type = typeof ev.type === "string" ? ev.type : "";
-    const key = this.#key(ev);
-    const sub = `${key}:${ev.content_index ?? ev.summary_index ?? 0}`;
     switch (type) {
       case "response.output_text.delta":
       case "response.refusal.delta": {
-        if (typeof ev.delta !== "string" || ev.delta === "") return [];
-        this.#deltaSeen.add(`t${sub}`);
+        if (typeof ev.delta !== "string" || ev.delta === "") return;
+        // Performance: the part's key is built and recorded once per part, not per delta.
+        const part = this.#textPart;
+        if (
+          ev.output_index !== part[0] || ev.item_id !== part[1] ||
+          ev.content_index !== part[2] || ev.summary_index !== part[3]
+        ) {
+          this.#textPart = [ev.output_index, ev.item_id, ev.content_index, ev.summary_index];
+          this.#deltaSeen.add(`t${this.#sub(ev)}`);
+        }
         this.#textEmitted = true;
-        return [chunk({ content: ev.delta })];
+        emit({
+          content: ev.delta,
+          reasoning: null,
+          toolCalls: null,
+          usage: null,
+          finishReason: null,
+        });
+        return;
       }
       case "response.output_text.done": {
+        const sub = this.#sub(ev);
         if (this.#deltaSeen.has(`t${sub}`) || typeof ev.text !== "string" || ev.text === "") {
-          return [];
+          return;
         }
         this.#deltaSeen.add(`t${sub}`);
         this.#textEmitted = true;
-        return [chunk({ content: ev.text })];
+        emit(chunk({ content: ev.text }));
+        return;
       }
       case "response.reasoning_summary_text.delta":
       case "response.reasoning_text.delta":
       case "response.reasoning.delta": {
         const kind = type.includes("summary") ? "s" : "r";
         const text = typeof ev.delta === "string" ? ev.delta : "";
-        if (text !== "") this.#deltaSeen.add(`${kind}${sub}`);
-        return this.#reasoning(`${kind}${sub}`, text);
+        const key = `${kind}${this.#sub(ev)}`;
+        if (text !== "") this.#deltaSeen.add(key);
+        this.#reasoning(key, text, emit);
+        return;
       }
       case "response.reasoning_summary_text.done":
       case "response.reasoning_text.done": {
         const kind = type.includes("summary") ? "s" : "r";
-        if (this.#deltaSeen.has(`${kind}${sub}`) || typeof ev.text !== "string") return [];
-        this.#deltaSeen.add(`${kind}${sub}`);
-        return this.#reasoning(`${kind}${sub}`, ev.text);
+        const key = `${kind}${this.#sub(ev)}`;
+        if (this.#deltaSeen.has(key) || typeof ev.text !== "string") return;
+        this.#deltaSeen.add(key);
+        this.#reasoning(key, ev.text, emit);
+        return;
       }
       case "response.output_item.added":
       case "response.output_item.done": {
         const item = rec(ev.item);
         if (item?.type === "function_call") {
           const order = typeof ev.output_index === "number" ? ev.output_index : undefined;
-          this.#fillFromItem(key, item, order, type.endsWith(".done"));
+          this.#fillFromItem(this.#key(ev), item, order, type.endsWith(".done"));
         }
-        return [];
+        return;
       }
       case "response.function_call_arguments.delta": {
         const call = this.#call(
-          key,
+          this.#key(ev),
           typeof ev.output_index === "number" ? ev.output_index : undefined,
         );
         if (!call.final && typeof ev.delta === "string") call.args += ev.delta;
-        return [];
+        return;
       }
       case "response.function_call_arguments.done": {
         const call = this.#call(
-          key,
+          this.#key(ev),
           typeof ev.output_index === "number" ? ev.output_index : undefined,
         );
         if (typeof ev.arguments === "string") {
@@ -145,12 +175,13 @@ export class ResponsesStreamNormaliser {
           call.final = true;
         }
         if (typeof ev.name === "string" && ev.name !== "" && call.name === "") call.name = ev.name;
-        return [];
+        return;
       }
       case "response.completed":
       case "response.done":
       case "response.incomplete":
-        return this.#finishWith(type, rec(ev.response) ?? {});
+        this.#finishWith(type, rec(ev.response) ?? {}, emit);
+        return;
       case "response.failed": {
         const response = rec(ev.response) ?? {};
         const error = rec(response.error) ?? { message: "the response failed" };
@@ -159,12 +190,15 @@ export class ResponsesStreamNormaliser {
       case "error":
         throw toProviderError({ error: rec(ev.error) ?? ev });
       default:
-        return [];
+        return;
     }
   }
 
-  #finishWith(type: string, response: Record<string, unknown>): StreamChunk[] {
-    const out: StreamChunk[] = [];
+  #finishWith(
+    type: string,
+    response: Record<string, unknown>,
+    emit: (chunk: StreamChunk) => void,
+  ): void {
     const usage = parseUsage(response.usage);
     if (usage) this.#usage = usage;
     const output = Array.isArray(response.output) ? response.output : [];
@@ -195,8 +229,8 @@ export class ResponsesStreamNormaliser {
       }
     });
     // Servers that send only the final response (no deltas): deliver its text now.
-    if (!this.#reasoningEmitted && reasoning !== "") out.push(chunk({ reasoning }));
-    if (!this.#textEmitted && text !== "") out.push(chunk({ content: text }));
+    if (!this.#reasoningEmitted && reasoning !== "") emit(chunk({ reasoning }));
+    if (!this.#textEmitted && text !== "") emit(chunk({ content: text }));
 
     let finish = "stop";
     if (type === "response.incomplete" || response.status === "incomplete") {
@@ -208,12 +242,11 @@ export class ResponsesStreamNormaliser {
     const toolCalls = this.#toolCalls();
     if (toolCalls.length) finish = "tool_calls";
     this.#terminal = { finish };
-    out.push(chunk({
+    emit(chunk({
       toolCalls: toolCalls.length ? toolCalls : null,
       usage: this.#usage,
       finishReason: finish,
     }));
-    return out;
   }
 
   #toolCalls(): ToolCall[] {

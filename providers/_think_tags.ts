@@ -32,6 +32,14 @@ export class ThinkTagSplitter {
   #trimReasoning = false;
   #trimContent = false;
 
+  /**
+   * True once every further delta is answer text as it is (past a leading `<think>` block and
+   * the whitespace after it, nothing held back): a caller may then skip {@link push}.
+   */
+  get passthrough(): boolean {
+    return this.#state === "text" && !this.#trimContent && this.#pending === "";
+  }
+
   /** Feeds one content delta; returns what can be emitted now (the rest is held back). */
   push(delta: string): SplitText {
     const out: SplitText = { content: "", reasoning: "" };

@@ -15,6 +15,7 @@ import { abortError, isAbortError, ProviderError, toProviderError } from "./erro
 import { isDeepSeek, supportsReasoningEffort } from "./models.ts";
 import { ChatStreamNormaliser } from "./_chat_stream.ts";
 import { ResponsesStreamNormaliser } from "./_responses_stream.ts";
+import { SdkStreamReader } from "./_sdk_stream.ts";
 import { ThinkTagSplitter } from "./_think_tags.ts";
 import { directStream } from "../_internal/direct_stream.ts";
 import { contentText, toChatMessages, toResponsesInput, toResponsesTools } from "./_convert.ts";
@@ -24,8 +25,6 @@ import type {
   RequestOptions,
   StreamChunk,
   StreamOpts,
-  TokenUsage,
-  ToolCall,
   ToolSchema,
 } from "./types.ts";
 
@@ -56,8 +55,10 @@ export interface OpenAIProviderOptions {
   timeoutMs?: number;
   /**
    * Idle watchdog: a stream with no event for this long is aborted and fails with code
-   * `"stream_idle_timeout"` (retriable, network) (ms). Default env `OPENAI_STREAM_IDLE_MS`, else
-   * 120,000. `0` turns it off.
+   * `"stream_idle_timeout"` (retriable, network) (ms). Time the consumer spends not reading does
+   * not count. The silence is noticed within an eighth of this limit after it is reached (the
+   * watchdog ticks eight times per period instead of reading the clock per event). Default env
+   * `OPENAI_STREAM_IDLE_MS`, else 120,000. `0` turns it off.
    */
   streamIdleMs?: number;
   /** Reasoning effort when `StreamOpts` has none. Default env `OPENAI_REASONING_EFFORT`. */
@@ -117,16 +118,6 @@ function dateFolder(logTime: string): string {
 /** A file-name-safe form of a request id. */
 function safeName(id: string): string {
   return id.replace(/[^A-Za-z0-9._-]/g, "_").slice(0, 120) || "request";
-}
-
-/** What a stream produced, for the audit log. */
-interface Transcript {
-  content: string;
-  reasoning: string;
-  toolCalls: ToolCall[] | null;
-  usage: TokenUsage | null;
-  finishReason: string | null;
-  error?: { message: string; code?: string; status?: number };
 }
 
 /**
@@ -394,162 +385,25 @@ export class OpenAIProvider implements ProviderClient {
       detach();
       throw err;
     }
-    const gen = this.#run(api, sdkStream, controller, opts, detach);
-    // Performance (bench/turn_bench.ts): a ReadableStream whose `for await` reads the generator
-    // directly, skipping the stream machinery per chunk (_internal/direct_stream.ts).
-    return directStream<StreamChunk>({
-      next: () => gen.next(),
-      cancel() {
-        controller.abort();
-        gen.return().catch(() => {});
-      },
-    });
-  }
-
-  /**
-   * The normalised chunks of one SDK stream. Performance (bench/turn_bench.ts): a plain async
-   * iterator rather than an async generator, whose every `yield` costs extra promise turns; the
-   * chunks of one SSE event are handed out from a queue. On completion, error or `return()` it
-   * stops the watchdog, aborts the request and writes the audit log, once.
-   */
-  #run(
-    api: Api,
-    sdkStream: AnyStream,
-    controller: AbortController,
-    opts: StreamOpts,
-    detach: () => void,
-  ): AsyncIterator<StreamChunk> & { return(): Promise<IteratorResult<StreamChunk>> } {
     const prefix = `call_${safeName(opts.reqId)}`;
-    const norm = api === "chat"
-      ? new ChatStreamNormaliser(prefix)
-      : new ResponsesStreamNormaliser(prefix);
-    const iter = sdkStream[Symbol.asyncIterator]();
-    const idleMs = this.#idleMs;
-    let idleFired = false;
-    const idleError = () =>
-      new ProviderError(
-        `Cannot finish the model response: the stream sent nothing for ${idleMs} ms (OPENAI_STREAM_IDLE_MS)`,
-        { code: "stream_idle_timeout", retriable: true, network: true },
-      );
-    const userAborted = () => opts.signal?.aborted === true;
-    const transcript: Transcript = {
-      content: "",
-      reasoning: "",
-      toolCalls: null,
-      usage: null,
-      finishReason: null,
-    };
-    const note = (c: StreamChunk): StreamChunk => {
-      if (c.content) transcript.content += c.content;
-      if (c.reasoning) transcript.reasoning += c.reasoning;
-      if (c.toolCalls) transcript.toolCalls = c.toolCalls;
-      if (c.usage) transcript.usage = c.usage;
-      if (c.finishReason) transcript.finishReason = c.finishReason;
-      return c;
-    };
-
-    // Performance (bench/turn_bench.ts): no timer, abort listener or race per SSE event. The
-    // watchdog is one timer that re-arms itself for the time left in the current wait (time the
-    // consumer spends not reading is not idleness), and it and the caller's abort both abort
-    // `controller`, the request's signal, which fails a pending read of the SDK stream at once
-    // (a custom `fetch` must honour `init.signal`, as the global one does).
-    let waitStart = 0;
-    let waiting = false;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const check = () => {
-      timer = undefined;
-      if (!waiting) return; // re-armed by the next wait
-      const left = idleMs - (performance.now() - waitStart);
-      if (left > 0) {
-        timer = setTimeout(check, left);
-        return;
-      }
-      idleFired = true;
-      controller.abort();
-    };
-    const stopGuard = () => clearTimeout(timer);
-
-    const queue: StreamChunk[] = [];
-    let head = 0;
-    let ended = false; // the SDK stream ended and the normaliser finished
-    let endError: unknown = undefined;
-    let closed: Promise<void> | undefined;
-    const close = (): Promise<void> =>
-      closed ??= (async () => {
-        stopGuard();
-        detach();
-        controller.abort();
-        iter.return?.().catch(() => {});
-        await this.#log(opts, `${api}.response`, transcript);
-      })();
-    const drop = () => {
-      queue.length = 0;
-      head = 0;
-      ended = true;
-      endError = undefined;
-    };
-    const fail = async (err: unknown): Promise<never> => {
-      const e = toProviderError(err);
-      transcript.error = { message: e.message, code: e.code, status: e.status };
-      transcript.toolCalls = null;
-      drop();
-      await close();
-      throw e;
-    };
-    const done: IteratorResult<StreamChunk> = { value: undefined, done: true };
-
-    return {
-      next: async (): Promise<IteratorResult<StreamChunk>> => {
-        while (true) {
-          if (head < queue.length) {
-            const c = queue[head++];
-            if (head === queue.length) {
-              queue.length = 0;
-              head = 0;
-            }
-            return { value: note(c), done: false };
-          }
-          if (closed) return done;
-          if (ended) {
-            if (endError !== undefined) return fail(endError);
-            await close();
-            return done;
-          }
-          let r: IteratorResult<unknown>;
-          try {
-            // The next SDK event; the watchdog counts while this waits.
-            waitStart = performance.now();
-            waiting = true;
-            if (timer === undefined && idleMs > 0) timer = setTimeout(check, idleMs);
-            r = await iter.next();
-            waiting = false;
-          } catch (err) {
-            if (idleFired) return fail(idleError());
-            if (userAborted() || isAbortError(err)) return fail(abortError(err));
-            return fail(toProviderError(err));
-          }
-          try {
-            if (r.done) {
-              ended = true;
-              if (idleFired) throw idleError();
-              if (userAborted()) throw abortError(opts.signal?.reason);
-              const end = norm.finish();
-              for (const c of end.chunks) queue.push(c);
-              if (end.error) endError = end.error;
-            } else {
-              for (const c of norm.push(r.value)) queue.push(c);
-            }
-          } catch (err) {
-            return fail(err);
-          }
-        }
-      },
-      return: async (): Promise<IteratorResult<StreamChunk>> => {
-        drop();
-        await close();
-        return done;
-      },
-    };
+    // Performance (bench/turn_bench.ts): a ReadableStream whose `for await` reads the SDK stream
+    // through the reader directly, skipping the stream machinery per chunk
+    // (_internal/direct_stream.ts, _sdk_stream.ts).
+    return directStream<StreamChunk>(
+      new SdkStreamReader(sdkStream, {
+        normaliser: api === "chat"
+          ? new ChatStreamNormaliser(prefix)
+          : new ResponsesStreamNormaliser(prefix),
+        controller,
+        signal: opts.signal,
+        idleMs: this.#idleMs,
+        transcript: this.#logDir !== undefined,
+        onClose: (transcript) => {
+          detach();
+          return this.#log(opts, `${api}.response`, transcript);
+        },
+      }),
+    );
   }
 
   /**
