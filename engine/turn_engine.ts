@@ -84,6 +84,7 @@ import {
 import { dispatchHook, type EngineHook } from "./hooks.ts";
 import { hookBarrier } from "./_hook_barrier.ts";
 import { durableBarrier } from "./_durable_barrier.ts"; // distributed sessions (issue 11)
+import { headOf } from "../_internal/text.ts";
 import { sessionNamePrompt } from "./prompts.ts";
 import { // loop detection
   isToolMedia,
@@ -894,7 +895,7 @@ export class TurnEngine {
       messagesAfter: this.#messages.length,
       boundaryIndex: plan.boundaryIndex,
       ...(summary !== null ? { model } : {}),
-      summaryPreview: (summary ?? "").slice(0, PREVIEW_CHARS),
+      summaryPreview: headOf(summary ?? "", PREVIEW_CHARS),
       summary: summary ?? "",
       keptUserMessages: plan.keptUsers.length,
       droppedUserMessages: plan.droppedUserMessages,
@@ -1384,7 +1385,7 @@ export class TurnEngine {
       status: outcome.status,
       ...(outcome.reason ? { reason: outcome.reason } : {}),
       ...(outcome.duration !== undefined ? { duration: outcome.duration } : {}),
-      result_preview: outcome.content.slice(0, PREVIEW_CHARS),
+      result_preview: headOf(outcome.content, PREVIEW_CHARS),
       idemKey: `tool_result:${reqId}`, // issue 11: results carry an idempotency key
     });
     if (loop?.action === "stop") {
