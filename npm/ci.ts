@@ -217,11 +217,14 @@ function nodeTests(): Promise<void> {
 
 /**
  * The store suite's files for the store-npm step: every `store/*_test.ts` (they take the code
- * under test from tests/_target.ts) and tests/target_test.ts (which proves the npm build is the
- * one loaded), relative to the project root.
+ * under test from tests/_target.ts) but the unit tests of private modules (`store/_*_test.ts`,
+ * not in the package), and tests/target_test.ts (which proves the npm build is the one loaded),
+ * relative to the project root.
  */
 export function storeNpmTestFiles(): string[] {
-  return [...nodeTestFiles(path.join(ROOT, "store"), "store"), "tests/target_test.ts"];
+  const store = nodeTestFiles(path.join(ROOT, "store"), "store")
+    .filter((f) => !path.basename(f).startsWith("_"));
+  return [...store, "tests/target_test.ts"];
 }
 
 /**

@@ -587,7 +587,8 @@ export function nextStatus(
   r: { approvals: ApprovalRecord[]; inbox: { kind: string; consumed?: boolean }[] },
   next: SessionStatus,
 ): SessionStatus {
-  const input = r.inbox.some((i) => !i.consumed && i.kind === "user_input");
+  // Anything submitted (input, a cancel, a retry) is work for a worker; answers are not.
+  const input = r.inbox.some((i) => !i.consumed && SUBMIT_KINDS.has(i.kind));
   if (next === "waiting_approval") {
     if (!r.approvals.some((a) => a.status === "pending")) return "runnable";
     return input ? "runnable" : next;

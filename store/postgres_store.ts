@@ -869,7 +869,7 @@ export class PostgresSessionStore implements SessionStore {
            EXISTS (SELECT 1 FROM ${this.#t("approvals")} WHERE session_id = $1
                    AND status = 'pending') AS pending,
            EXISTS (SELECT 1 FROM ${this.#t("inbox")} WHERE session_id = $1
-                   AND consumed_seq IS NULL AND kind = 'user_input') AS input`,
+                   AND consumed_seq IS NULL AND kind IN ('user_input', 'cancel', 'retry')) AS input`,
         [lease.sessionId],
       );
       let status = next;

@@ -268,7 +268,8 @@ export interface SessionStore {
   heartbeat(options: LeaseOptions): Promise<Lease[]>;
   /**
    * Gives the session up with status `next`. A session released as `waiting_approval` whose
-   * approvals are all answered, or as `done`/`idle` with inbox input waiting, becomes `runnable`.
+   * approvals are all answered, or with a submitted item waiting in the inbox (input, a cancel,
+   * a retry), becomes `runnable`.
    */
   release(lease: Lease, next: SessionStatus): Promise<void>;
   /** Appends events (fenced); keys already stored are dropped. */

@@ -239,6 +239,19 @@ export function storeConformance(name: string, make: StoreFactory, skip?: string
     assert.deepEqual(await store.peekInbox("s1"), []);
   });
 
+  t("a release with a submitted item waiting leaves the session runnable", async (store) => {
+    for (const [kind, next] of [["retry", "done"], ["cancel", "waiting_approval"]] as const) {
+      const id = `s-${kind}`;
+      await store.create(id);
+      const lease = (await store.acquire(id, { ownerId: "w1" }))!;
+      if (next === "waiting_approval") await store.openApproval(lease, "call_1", {});
+      // Submitted while the session runs, after the worker last looked at its inbox.
+      await store.submit(id, { kind, payload: {}, idemKey: "k" });
+      await store.release(lease, next);
+      assert.equal((await store.load(id))?.status, "runnable", `${kind} then ${next}`);
+    }
+  });
+
   t("an expired running lease is claimed by another worker", async (store) => {
     await owned(store, "s1", 100);
     await wait(250);
