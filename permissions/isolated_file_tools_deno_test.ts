@@ -19,49 +19,12 @@ import {
 } from "../tools/mod.ts";
 import { ScriptedProvider } from "../testing/mod.ts";
 import { which } from "../_internal/process.ts";
-import { collect, ofType, removeDir, tempWorkspace, until } from "../tests/_util.ts";
+import { collect, ofType, removeDir, tempWorkspace, TINY_PNG, until } from "../tests/_util.ts";
 import { isolateFileTools } from "./isolated_file_tools.ts";
 // Only started as a process, so nothing else type-checks it; importing it starts nothing.
 import "./_file_tool_child.ts";
 
 const requireReal = process.env.CI_REQUIRE_REAL === "1";
-
-/** A 1×1 PNG's first bytes: enough for the type sniffing of `media`. */
-const PNG = Uint8Array.from([
-  0x89,
-  0x50,
-  0x4e,
-  0x47,
-  0x0d,
-  0x0a,
-  0x1a,
-  0x0a,
-  0,
-  0,
-  0,
-  13,
-  0x49,
-  0x48,
-  0x44,
-  0x52,
-  0,
-  0,
-  0,
-  1,
-  0,
-  0,
-  0,
-  1,
-  8,
-  6,
-  0,
-  0,
-  0,
-  0x1f,
-  0x15,
-  0xc4,
-  0x89,
-]);
 
 /** True while a process with this pid exists. */
 function alive(pid: number): boolean {
@@ -271,12 +234,12 @@ test("media reads a local file in the child and fetches a URL in the engine's pr
   const ws = tempWorkspace({});
   const outside = tempWorkspace({});
   cleanups.push(() => removeDir(ws), () => removeDir(outside));
-  fs.writeFileSync(path.join(ws, "pixel.png"), PNG);
-  fs.writeFileSync(path.join(outside, "secret.png"), PNG);
+  fs.writeFileSync(path.join(ws, "pixel.png"), TINY_PNG);
+  fs.writeFileSync(path.join(outside, "secret.png"), TINY_PNG);
   fs.symlinkSync(path.join(outside, "secret.png"), path.join(ws, "link.png"));
   const server = http.createServer((_req, res) => {
     res.writeHead(200, { "content-type": "image/png" });
-    res.end(PNG);
+    res.end(TINY_PNG);
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   cleanups.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
@@ -295,8 +258,8 @@ test("media reads a local file in the child and fetches a URL in the engine's pr
   );
   await assert.rejects(media({ path: "link.png" }), /refused by the isolated file-tool process/);
   assert.deepEqual(queue.map((a) => [a.name, a.mimeType, a.size]), [
-    ["pixel.png", "image/png", PNG.byteLength],
-    ["shot.png", "image/png", PNG.byteLength],
+    ["pixel.png", "image/png", TINY_PNG.byteLength],
+    ["shot.png", "image/png", TINY_PNG.byteLength],
   ]);
   assert.match(
     String(queue[0].part.image_url && JSON.stringify(queue[0].part)),

@@ -17,50 +17,13 @@ import {
   type ToolContext,
   ToolRegistry,
 } from "../tools/mod.ts";
-import { removeDir, tempWorkspace } from "../tests/_util.ts";
+import { removeDir, tempWorkspace, TINY_PNG } from "../tests/_util.ts";
 import { isolateFileTools } from "./isolated_file_tools.ts";
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
-
-/** A 1×1 PNG's first bytes: enough for the type sniffing of `media`. */
-const PNG = Uint8Array.from([
-  0x89,
-  0x50,
-  0x4e,
-  0x47,
-  0x0d,
-  0x0a,
-  0x1a,
-  0x0a,
-  0,
-  0,
-  0,
-  13,
-  0x49,
-  0x48,
-  0x44,
-  0x52,
-  0,
-  0,
-  0,
-  1,
-  0,
-  0,
-  0,
-  1,
-  8,
-  6,
-  0,
-  0,
-  0,
-  0x1f,
-  0x15,
-  0xc4,
-  0x89,
-]);
 
 const FILES = {
   "a.txt": "one\ntwo\nthree\n",
@@ -149,7 +112,7 @@ const STEPS: Step[] = [
   {
     tool: "media",
     args: { path: "pixel.png" },
-    before: (ws) => fs.writeFileSync(path.join(ws, "pixel.png"), PNG),
+    before: (ws) => fs.writeFileSync(path.join(ws, "pixel.png"), TINY_PNG),
   },
   { tool: "media", args: { path: "a.txt" } },
   // Someone else edits a file the engine read: both refuse to overwrite it.

@@ -84,3 +84,9 @@ export function cleanupsAfterEach(): (() => Promise<void> | void)[] {
   });
   return cleanups;
 }
+
+/** The first bytes of a 1×1 PNG: enough for file-type sniffing (`media`). */
+export const TINY_PNG: Uint8Array = Uint8Array.from(
+  "89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c489".match(/../g)!
+    .map((h) => parseInt(h, 16)),
+);
