@@ -1,10 +1,13 @@
-import { test } from "node:test";
+import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import os from "node:os";
 import process from "node:process";
 import path from "node:path";
 import { writeFileAtomic, writeFileAtomicSync } from "./atomic_write.ts";
+import { FIFO_TEST_TIMEOUT_MS, makeFifo, NO_FIFOS, releaseFifos } from "../tests/_fifo.ts";
+
+after(releaseFifos);
 
 function tempDir(): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), "zq-atomic-"));
@@ -45,6 +48,71 @@ test("mode and mkdir options are applied", { skip: process.platform === "win32" 
     const file = path.join(dir, "a", "b", "secret.json");
     await writeFileAtomic(file, "{}", { mode: 0o600, mkdir: true });
     assert.equal(fs.statSync(file).mode & 0o777, 0o600);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test(
+  "a private file and the folders made for it are never readable by others",
+  { skip: process.platform === "win32" ? "no POSIX modes on Windows" : false },
+  async () => {
+    const dir = tempDir();
+    try {
+      const file = path.join(dir, "a", "b", "secret.json");
+      writeFileAtomicSync(file, "{}", { mode: 0o600, mkdir: true, dirMode: 0o700 });
+      assert.equal(fs.statSync(file).mode & 0o777, 0o600);
+      assert.equal(fs.statSync(path.join(dir, "a")).mode & 0o777, 0o700);
+      assert.equal(fs.statSync(path.join(dir, "a", "b")).mode & 0o777, 0o700);
+      const other = path.join(dir, "c", "d", "secret.json");
+      await writeFileAtomic(other, "{}", { mode: 0o600, mkdir: true, dirMode: 0o700 });
+      assert.equal(fs.statSync(other).mode & 0o777, 0o600);
+      assert.equal(fs.statSync(path.join(dir, "c")).mode & 0o777, 0o700);
+      // Replacing a file another version wrote 0644 makes it private too.
+      fs.chmodSync(file, 0o644);
+      writeFileAtomicSync(file, "{}", { mode: 0o600 });
+      assert.equal(fs.statSync(file).mode & 0o777, 0o600);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  },
+);
+
+test(
+  "an atomic write refuses to replace a named pipe and leaves it in place",
+  { skip: NO_FIFOS, timeout: FIFO_TEST_TIMEOUT_MS },
+  async (t) => {
+    const dir = tempDir();
+    try {
+      const pipe = path.join(dir, "pipe");
+      const why = makeFifo(pipe, t.signal);
+      if (why) return t.skip(why);
+      const message = `Cannot write ${pipe}: it is not a regular file (a named pipe)`;
+      assert.throws(() => writeFileAtomicSync(pipe, "x"), { message });
+      await assert.rejects(writeFileAtomic(pipe, "x"), { message });
+      assert.equal(fs.statSync(pipe).isFIFO(), true);
+      assert.deepEqual(fs.readdirSync(dir), ["pipe"], "no temporary file left");
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  },
+);
+
+test("an atomic write names a symlink loop and a folder as what they are", async () => {
+  const dir = tempDir();
+  try {
+    const loop = path.join(dir, "a");
+    fs.symlinkSync("b", loop);
+    fs.symlinkSync("a", path.join(dir, "b"));
+    const message = `Cannot write ${loop}: too many levels of symbolic links (a symlink loop)`;
+    assert.throws(() => writeFileAtomicSync(loop, "x"), { message });
+    await assert.rejects(writeFileAtomic(loop, "x"), { message });
+    const sub = path.join(dir, "sub");
+    fs.mkdirSync(sub);
+    await assert.rejects(writeFileAtomic(sub, "x"), {
+      message: `Cannot write ${sub}: it is a directory`,
+    });
+    assert.deepEqual(fs.readdirSync(dir).sort(), ["a", "b", "sub"]);
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }

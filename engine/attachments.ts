@@ -6,6 +6,7 @@
  * @module
  */
 import { writeFileAtomicSync } from "../_internal/atomic_write.ts";
+import { readRegularFileSync } from "../_internal/file_checks.ts";
 import { formatOverLimit } from "../_internal/size.ts";
 import { randomUUID } from "node:crypto";
 import fs from "node:fs";
@@ -217,7 +218,8 @@ export function normalizeAttachments(raw: unknown): MessageAttachment[] | null {
 /**
  * Stores attachments under `<sessionDir>/attachments/` (manual §13.2 step 2). Each file is
  * written to a temporary name and renamed, so no half-written file is ever visible; on an error
- * the files of this call already written are removed again.
+ * the files of this call already written are removed again. Files are private to their owner
+ * (mode 0600; folders created for them 0700): users' uploads may be personal.
  *
  * @param sessionDir The session's folder (created when missing).
  * @param attachments Attachments; validated again with {@link normalizeAttachments}.
@@ -232,7 +234,7 @@ export function saveAttachments(
   const list = normalizeAttachments(attachments) ?? [];
   if (list.length === 0) return [];
   const dir = path.join(sessionDir, ATTACHMENT_DIR);
-  fs.mkdirSync(dir, { recursive: true });
+  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
   const stamp = `${Date.now().toString(36)}${randomUUID().slice(0, 6)}`;
   const written: string[] = [];
   try {
@@ -242,7 +244,7 @@ export function saveAttachments(
       if (ext && !(MIME_BY_EXT[path.extname(file).toLowerCase()] === a.mimeType)) file += ext;
       const bytes = Buffer.from(a.dataUrl.slice(a.dataUrl.indexOf(",") + 1), "base64");
       const target = path.join(dir, file);
-      writeFileAtomicSync(target, bytes);
+      writeFileAtomicSync(target, bytes, { mode: 0o600 });
       written.push(target);
       return {
         name: a.name,
@@ -265,7 +267,8 @@ export function saveAttachments(
  * @param relPath The `path` of a {@link StoredAttachment}.
  * @returns Name (without the storage prefix), MIME type (from the extension), size in bytes and
  *   the content as base64.
- * @throws {AttachmentError} `bad_path` for any other path shape, `not_found` when missing.
+ * @throws {AttachmentError} `bad_path` for any other path shape or a file that is not a regular
+ *   file (a named pipe is never opened), `not_found` when missing.
  */
 export function readStoredAttachment(
   sessionDir: string,
@@ -293,13 +296,20 @@ export function readStoredAttachment(
   } catch {
     throw new AttachmentError(`Cannot read attachment ${relPath}: it does not exist`, "not_found");
   }
-  if (path.dirname(real) !== realDir || !fs.statSync(real).isFile()) {
+  if (path.dirname(real) !== realDir) {
     throw new AttachmentError(
       `Cannot read attachment ${relPath}: it leads outside ${ATTACHMENT_DIR}/`,
       "bad_path",
     );
   }
-  const bytes = fs.readFileSync(real);
+  let bytes: Buffer;
+  try {
+    // Never blocks on a named pipe: refused unless it is a regular file.
+    const data = readRegularFileSync(real, { verb: "read attachment", shown: relPath });
+    bytes = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+  } catch (err) {
+    throw new AttachmentError((err as Error).message, "bad_path");
+  }
   const file = parts[1];
   const name = file.replace(/^[a-z0-9]+-\d+-/, "");
   const mimeType = MIME_BY_EXT[path.extname(file).toLowerCase()] ?? "application/octet-stream";

@@ -1,7 +1,8 @@
-import { afterEach, test } from "node:test";
+import { after, afterEach, test } from "node:test";
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import path from "node:path";
+import process from "node:process";
 import {
   ATTACHMENT_DIR,
   AttachmentError,
@@ -14,6 +15,9 @@ import {
   stripAttachments,
 } from "../mod.ts";
 import { removeDir, tempWorkspace } from "../tests/_util.ts";
+import { FIFO_TEST_TIMEOUT_MS, makeFifo, NO_FIFOS, releaseFifos } from "../tests/_fifo.ts";
+
+after(releaseFifos);
 
 const cleanups: (() => void)[] = [];
 afterEach(() => {
@@ -190,3 +194,36 @@ test("stripAttachments replaces inline bytes by a reference and leaves other mes
   assert.match(JSON.stringify(out[1].content), /attachments\/k-0-dot\.png/);
   assert.match(JSON.stringify(withImage.content), /base64/, "the input is not modified");
 });
+
+test("stored attachments and the folders made for them are private to their owner", {
+  skip: process.platform === "win32" ? "no POSIX modes on Windows" : false,
+}, () => {
+  const session = path.join(dir(), "session-1");
+  const [ref] = saveAttachments(session, [{
+    name: "a.png",
+    mimeType: "image/png",
+    dataUrl: png(10),
+  }]);
+  const modeOf = (p: string) => (fs.statSync(p).mode & 0o777).toString(8);
+  assert.equal(modeOf(path.join(session, ref.path)), "600");
+  assert.equal(modeOf(path.join(session, ATTACHMENT_DIR)), "700");
+  assert.equal(modeOf(session), "700");
+});
+
+test(
+  "readStoredAttachment refuses a named pipe instead of waiting for a writer",
+  { skip: NO_FIFOS, timeout: FIFO_TEST_TIMEOUT_MS },
+  (t) => {
+    const session = dir();
+    fs.mkdirSync(path.join(session, ATTACHMENT_DIR));
+    const why = makeFifo(path.join(session, ATTACHMENT_DIR, "x.png"), t.signal);
+    if (why) return t.skip(why);
+    assert.throws(
+      () => readStoredAttachment(session, `${ATTACHMENT_DIR}/x.png`),
+      (e) =>
+        e instanceof AttachmentError && e.code === "bad_path" &&
+        e.message === `Cannot read attachment ${ATTACHMENT_DIR}/x.png: it is not a regular file ` +
+            "(a named pipe)",
+    );
+  },
+);

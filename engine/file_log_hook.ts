@@ -9,6 +9,9 @@
  *   temporary file, fsync, rename), so a crash leaves the previous or the new checkpoint, never a
  *   mix.
  *
+ * Both are private to their owner: files mode 0600, `stateDir` 0700 when the hook creates it
+ * (they are written through `FileSessionStore`, which sets the modes).
+ *
  * ## When to call `saveState`
  *
  * Checkpoint at every durable point: after `run()` added the user message (`turn_start`), when a

@@ -227,6 +227,22 @@ test("the event log and checkpoint are not writable by other users", {
   }
 });
 
+test("the event log, the checkpoint and the folder the hook creates are private to their owner", {
+  skip: process.platform === "win32" ? "no POSIX modes on Windows" : false,
+}, async () => {
+  const stateDir = path.join(dir(), "sessions");
+  const hook = new FileLogHook("s-private", stateDir);
+  const engine = await engineWith([{ text: "hello" }], hook);
+  hook.attach(engine);
+  await collect(engine.run("hi"));
+  hook.saveState(engine);
+  const modeOf = (p: string) => (fs.statSync(p).mode & 0o777).toString(8);
+  assert.equal(modeOf(stateDir), "700");
+  for (const file of ["s-private.jsonl", "s-private_state.json"]) {
+    assert.equal(modeOf(path.join(stateDir, file)), "600", file);
+  }
+});
+
 test("a session restored with loadState and applyState numbers its events after the logged ones", async () => {
   const stateDir = dir();
   const ws = dir();

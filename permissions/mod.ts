@@ -100,6 +100,7 @@ export {
   isInside,
   isProtectedPath,
   pathFromFileUrl,
+  type PathResolutionCode,
   PathResolutionError,
   resolveRoot,
   resolveWorkspacePath,

@@ -12,6 +12,15 @@
  * would create a file outside the workspace) and on targets that do not exist yet, so the walk is
  * done segment by segment with `lstatSync`/`readlinkSync`.
  *
+ * A symlink loop (`a -> b`, `b -> a`; or a chain longer than the kernel's 40 links) resolves to
+ * nothing: every file operation through it fails with `ELOOP`, so {@link resolveWorkspacePath}
+ * throws a {@link PathResolutionError} with `code` `"symlink_loop"`. {@link checkPath} still
+ * places a true cycle (a symlink met twice): inside when every symlink the walk followed from
+ * the path segment where the loop starts lies inside the roots (a loop inside the workspace
+ * stays inside, so reading it gives the clear "symlink loop" error instead of "outside the
+ * workspace"), outside as soon as one of them lies elsewhere, and a long chain without a cycle
+ * is outside too (a loop is never a way out).
+ *
  * @module
  */
 import { lstatSync, readlinkSync } from "node:fs";
@@ -23,9 +32,13 @@ import { mayRead } from "../_internal/deno_permissions.ts";
 /** Symlinks followed per resolution before giving up (the Linux kernel's limit is 40). */
 const MAX_SYMLINKS = 40;
 
+/** Why a path could not be resolved: a symlink loop, or a path of a shape never resolved. */
+export type PathResolutionCode = "symlink_loop" | "bad_path";
+
 /**
  * Thrown when a tool path cannot be resolved at all (an unsupported `~user` form, a symlink
- * loop, an empty path). Callers treat such a path as outside every allowed root.
+ * loop, an empty path). {@link checkPath} treats such a path as outside every allowed root,
+ * except a symlink loop that stays inside them (see the module doc).
  */
 export class PathResolutionError extends Error {
   /** Always `"PathResolutionError"`. */
@@ -35,8 +48,13 @@ export class PathResolutionError extends Error {
    *
    * @param message "Cannot resolve X: reason".
    * @param path The path as given.
+   * @param code `"symlink_loop"` for too many levels of symbolic links (default `"bad_path"`).
    */
-  constructor(message: string, readonly path: string) {
+  constructor(
+    message: string,
+    readonly path: string,
+    readonly code: PathResolutionCode = "bad_path",
+  ) {
     super(message);
   }
 }
@@ -131,10 +149,29 @@ function segmentsOf(p: string): string[] {
   return p.split(/[\\/]+/).filter((s) => s !== "" && s !== ".");
 }
 
-/** Resolves `rest` segment by segment from the real directory `start`. */
-function walk(start: string, rest: string[], budget: { links: number }, original: string): string {
+/**
+ * State of one resolution: symlinks left to follow, and (for {@link checkPath}) where the
+ * symlinks followed from the current segment of the path as given lie.
+ */
+interface Budget {
+  links: number;
+  trail?: string[];
+}
+
+/**
+ * Resolves `rest` segment by segment from the real directory `start`. `top` marks the walk of
+ * the path as given (not of a symlink's target): the trail restarts at each of its segments.
+ */
+function walk(
+  start: string,
+  rest: string[],
+  budget: Budget,
+  original: string,
+  top = false,
+): string {
   let cur = start;
   for (const seg of rest) {
+    if (top && budget.trail) budget.trail.length = 0;
     if (seg === "..") {
       cur = path.dirname(cur);
       continue;
@@ -155,8 +192,13 @@ function walk(start: string, rest: string[], budget: { links: number }, original
       cur = next;
       continue;
     }
+    budget.trail?.push(next);
     if (--budget.links < 0) {
-      throw new PathResolutionError(`Cannot resolve ${original}: too many symlinks`, original);
+      throw new PathResolutionError(
+        `Cannot resolve ${original}: too many levels of symbolic links (a symlink loop)`,
+        original,
+        "symlink_loop",
+      );
     }
     const target = readlinkSync(next);
     cur = path.isAbsolute(target)
@@ -180,19 +222,31 @@ function walk(start: string, rest: string[], budget: { links: number }, original
  *   another host, or hits a symlink loop.
  */
 export function resolveWorkspacePath(base: string, input: string): string {
+  return resolveTracked(base, input, undefined);
+}
+
+/** {@link resolveWorkspacePath}, recording in `trail` where the symlinks followed lie. */
+function resolveTracked(base: string, input: string, trail: string[] | undefined): string {
   if (typeof input !== "string" || input === "" || input.includes("\0")) {
     throw new PathResolutionError("Cannot resolve path: it is empty or contains NUL", input);
   }
   const expanded = expandHome(pathFromFileUrl(input));
-  const budget = { links: MAX_SYMLINKS };
+  const budget: Budget = { links: MAX_SYMLINKS, trail };
   if (path.isAbsolute(expanded)) {
     const root = path.parse(expanded).root;
-    return walk(root, segmentsOf(expanded.slice(root.length)), budget, input);
+    return walk(root, segmentsOf(expanded.slice(root.length)), budget, input, true);
   }
+  // The base is a directory the kernel has already resolved (a process's working directory):
+  // its symlinks count neither against the input's budget nor in its trail.
   const absBase = path.resolve(expandHome(base));
   const baseRoot = path.parse(absBase).root;
-  const realBase = walk(baseRoot, segmentsOf(absBase.slice(baseRoot.length)), budget, base);
-  return walk(realBase, segmentsOf(expanded), budget, input);
+  const realBase = walk(
+    baseRoot,
+    segmentsOf(absBase.slice(baseRoot.length)),
+    { links: MAX_SYMLINKS },
+    base,
+  );
+  return walk(realBase, segmentsOf(expanded), budget, input, true);
 }
 
 /**
@@ -230,25 +284,34 @@ export function isInside(root: string, target: string): boolean {
 
 /**
  * Resolves `input` from `base` and tells whether it lands inside any of `roots`. A path that
- * cannot be resolved counts as outside.
+ * cannot be resolved counts as outside, except a symlink loop whose symlinks (those followed
+ * from the segment where the loop starts) all lie inside `roots`: every operation through it
+ * fails, so it reaches nothing, and it stays inside (see the module doc).
  *
  * @param base Directory a relative path is taken from (the workspace).
  * @param input The tool's path argument.
  * @param roots Resolved absolute roots (see {@link resolveRoot}).
- * @returns The resolved path (or `null` when unresolvable) and whether it is inside.
+ * @returns The resolved path (or `null` when unresolvable, a loop included) and whether it is
+ *   inside.
  */
 export function checkPath(
   base: string,
   input: string,
   roots: readonly string[],
 ): { resolved: string | null; inside: boolean } {
+  const within = (p: string): boolean => roots.some((root) => isInside(root, p));
+  const trail: string[] = [];
   let resolved: string;
   try {
-    resolved = resolveWorkspacePath(base, input);
-  } catch {
-    return { resolved: null, inside: false };
+    resolved = resolveTracked(base, input, trail);
+  } catch (err) {
+    // A true cycle (a symlink met twice) resolves on no system, whatever its link limit; a
+    // long chain without one might on a kernel allowing more links, so it counts as outside.
+    const cycle = err instanceof PathResolutionError && err.code === "symlink_loop" &&
+      new Set(trail).size < trail.length;
+    return { resolved: null, inside: cycle && trail.every(within) };
   }
-  return { resolved, inside: roots.some((root) => isInside(root, resolved)) };
+  return { resolved, inside: within(resolved) };
 }
 
 /** Files under a git folder that change what git runs (besides anything under `hooks`). */

@@ -26,6 +26,8 @@ import { pathToFileURL } from "node:url";
 //   base/ws/rel-link       -> ../outside             (relative symlink pointing out)
 //   base/ws/in-link        -> base/ws/src            (symlink staying inside)
 //   base/ws/loop-a <-> loop-b                         (symlink loop)
+//   base/ws/way-a -> base/outside/way-b -> base/ws/way-a  (a loop through a folder outside)
+//   base/ws/chain-0 -> chain-1 -> … -> chain-41 -> base/outside/secret (a long chain, no cycle)
 //   base/ws-link           -> base/ws                (a symlinked workspace root)
 const base = realpathSync(mkdtempSync(path.join(tmpdir(), "zq-path-guard-")));
 const ws = path.join(base, "ws");
@@ -42,6 +44,12 @@ symlinkSync("../outside", path.join(ws, "rel-link"));
 symlinkSync(path.join(ws, "src"), path.join(ws, "in-link"));
 symlinkSync(path.join(ws, "loop-b"), path.join(ws, "loop-a"));
 symlinkSync(path.join(ws, "loop-a"), path.join(ws, "loop-b"));
+symlinkSync(path.join(outside, "way-b"), path.join(ws, "way-a"));
+symlinkSync(path.join(ws, "way-a"), path.join(outside, "way-b"));
+for (let i = 0; i <= 41; i++) {
+  const target = i === 41 ? path.join(outside, "secret") : `chain-${i + 1}`;
+  symlinkSync(target, path.join(ws, `chain-${i}`));
+}
 symlinkSync(ws, path.join(base, "ws-link"));
 
 after(() => rmSync(base, { recursive: true, force: true }));
@@ -66,7 +74,9 @@ const ESCAPES: Array<[string, string]> = [
   ["out-link/new/deep/file.txt", "a missing nested target under a symlink pointing out"],
   ["in-link/../../outside", "a .. applied after an inside symlink"],
   ["out-link/../src/a.ts", "a .. after a symlink pointing out (lexically inside)"],
-  ["loop-a", "a symlink loop"],
+  ["way-a", "a symlink loop through a folder outside"],
+  ["way-a/x", "a path under a symlink loop through a folder outside"],
+  ["chain-0", "a chain of more symlinks than the kernel follows, without a cycle"],
   ["", "an empty path"],
   [pathToFileURL(path.join(outside, "secret")).href, "a file URL outside"],
   [pathToFileURL(path.join(ws, "out-link", "secret")).href, "a file URL through a symlink out"],
@@ -143,8 +153,34 @@ test("~user is refused with a PathResolutionError", () => {
   assert.throws(() => resolveWorkspacePath(ws, "~root/x"), PathResolutionError);
 });
 
-test("a symlink loop is refused with a PathResolutionError", () => {
-  assert.throws(() => resolveWorkspacePath(ws, "loop-a/x"), PathResolutionError);
+test("a symlink loop is refused with a PathResolutionError naming the loop", () => {
+  assert.throws(
+    () => resolveWorkspacePath(ws, "loop-a/x"),
+    (e) =>
+      e instanceof PathResolutionError && e.code === "symlink_loop" &&
+      e.message === "Cannot resolve loop-a/x: too many levels of symbolic links (a symlink loop)",
+  );
+});
+
+test("a symlink loop inside the workspace stays inside the workspace", () => {
+  for (const p of ["loop-a", "loop-b", "loop-a/x", path.join(ws, "loop-a"), "src/../loop-a"]) {
+    assert.deepEqual(checkPath(ws, p, [ws]), { resolved: null, inside: true }, p);
+  }
+});
+
+test("a symlink loop inside the workspace is outside a root that does not hold it", () => {
+  assert.equal(checkPath(ws, "loop-a", [path.join(ws, "src")]).inside, false);
+});
+
+test("a symlink loop reached through a symlinked workspace root stays inside", () => {
+  const linkRoot = path.join(base, "ws-link");
+  assert.equal(inside("loop-a", linkRoot), true);
+  assert.equal(inside(path.join(linkRoot, "loop-a"), linkRoot), true);
+});
+
+test("a symlink loop entered from outside the workspace is outside", () => {
+  assert.equal(inside("out-link/../ws/way-a"), false);
+  assert.equal(inside(path.join(outside, "way-b")), false);
 });
 
 test("isProtectedPath names git hooks, git config and .git files at any depth", () => {

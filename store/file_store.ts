@@ -13,6 +13,10 @@
  * - `<id>_session.json`: status, lease (owner, epoch, expiry), approvals and inbox, written
  *   atomically on every change.
  *
+ * Every file is created with mode 0600 and a folder the store creates with 0700: they hold the
+ * conversation (secrets pasted into it included) and decide what ran, so only their owner may
+ * read them. (A folder that already exists keeps its mode.)
+ *
  * **Single process.** Records are cached in memory and leases use this process's clock, so only
  * one process (holding one `FileSessionStore` per folder: use {@link FileSessionStore.forDir}) may
  * write a folder. Never share it between machines (NFS) or processes; use
@@ -48,9 +52,21 @@ export interface FileSessionStoreOptions {
   checkpointWarnBytes?: number;
 }
 
-/** Writes `text` to `file` atomically (temp file, fsync, rename). */
+/**
+ * Files and folders of a session hold the conversation and decide what ran: only their owner
+ * may read or write them (files 0600, folders the store creates 0700), like the event log.
+ */
+const FILE_MODE = 0o600;
+const DIR_MODE = 0o700;
+
+/** Writes `text` to `file` atomically (temp file, fsync, rename), mode 0600. */
 function writeAtomic(file: string, text: string): void {
-  writeFileAtomicSync(file, text);
+  writeFileAtomicSync(file, text, { mode: FILE_MODE });
+}
+
+/** Creates the store's folder (0700) when missing. */
+function ensureDir(dir: string): void {
+  fs.mkdirSync(dir, { recursive: true, mode: DIR_MODE });
 }
 
 function readJson(file: string): Record<string, unknown> | undefined {
@@ -191,13 +207,13 @@ export class FileSessionStore extends LocalStore {
 
   /** Writes `<id>_session.json` atomically. */
   protected saveRecord(r: LocalRecord): void {
-    fs.mkdirSync(this.dir, { recursive: true });
+    ensureDir(this.dir);
     writeAtomic(this.#file(r.sessionId, "_session.json"), safeJson(recordToJson(r)));
   }
 
   /** Appends lines to `<id>.jsonl` in one write. */
   protected writeEvents(r: LocalRecord, events: StoredEvent[]): void {
-    fs.mkdirSync(this.dir, { recursive: true });
+    ensureDir(this.dir);
     const file = this.#file(r.sessionId, ".jsonl");
     let prefix = "";
     {
@@ -230,7 +246,7 @@ export class FileSessionStore extends LocalStore {
     );
     // An explicit mode: Deno's appendFileSync ignores the umask and would create the log 0666.
     // The log holds the conversation and decides what ran, so only its owner may write it.
-    fs.appendFileSync(file, `${prefix}${lines.join("\n")}\n`, { mode: 0o600 });
+    fs.appendFileSync(file, `${prefix}${lines.join("\n")}\n`, { mode: FILE_MODE });
   }
 
   /** Events after `after`, parsed from the log. */
@@ -241,7 +257,7 @@ export class FileSessionStore extends LocalStore {
 
   /** Writes `<id>_state.json` atomically (only the latest checkpoint is kept). */
   protected writeCheckpoint(r: LocalRecord, cp: Checkpoint): void {
-    fs.mkdirSync(this.dir, { recursive: true });
+    ensureDir(this.dir);
     const text = safeJson({ ...cp.state, schemaVersion: cp.schemaVersion, seq: cp.seq });
     writeAtomic(this.#file(r.sessionId, "_state.json"), text);
     try {

@@ -12,6 +12,9 @@
  * file never gets mixed endings) and its trailing-newline state. The result lists per file what
  * changed and says when a chunk was found only with tolerance.
  *
+ * Only regular files are patched: a named pipe, socket or device the patch names is refused
+ * before it is opened, and so is a symlink loop ("too many levels of symbolic links").
+ *
  * `apply_patch` follows Codex's format and its four-pass context seeking (exact, trailing
  * space, trimmed, Unicode punctuation normalised), with the fixes from the research notes on
  * coding engines §4.6. `apply_unified_diff` parses and applies with jsdiff (npm `diff`, the
@@ -32,14 +35,16 @@
  *
  * @module
  */
-import { mkdir, readFile, rm, stat } from "node:fs/promises";
+import { mkdir, rm, stat } from "node:fs/promises";
 import path from "node:path";
 import {
   isInside,
   isProtectedPath,
+  PathResolutionError,
   resolveRoot,
   resolveWorkspacePath,
 } from "../permissions/path_guard.ts";
+import { fsErrorReason, readRegularFile, specialFileKind } from "../_internal/file_checks.ts";
 import { ConflictGuard } from "./conflict_guard.ts";
 import { RiskClass, type ToolContext, type ToolMetadata, type ToolRegistry } from "./registry.ts";
 import { displayPath, stringArg, writeFileAtomic } from "./_common.ts";
@@ -143,6 +148,11 @@ class Changeset {
     try {
       abs = resolveWorkspacePath(this.workspace, raw);
     } catch (e) {
+      if (e instanceof PathResolutionError && e.code === "symlink_loop") {
+        return this.fail(
+          `${raw}: too many levels of symbolic links (a symlink loop); no file was changed`,
+        );
+      }
       return this.fail(`${JSON.stringify(raw)} is not a usable path (${(e as Error).message})`);
     }
     const shown = displayPath(this.workspace, abs);
@@ -166,16 +176,20 @@ class Changeset {
     try {
       const st = await stat(abs);
       if (st.isDirectory()) this.fail(`${shown} is a directory`);
+      // A named pipe, socket or device is never opened: reading a pipe would never end.
+      const kind = specialFileKind(st);
+      if (kind) this.fail(`${shown} is not a regular file (${kind}); no file was changed`);
       if (st.size > this.maxBytes) {
         const over = formatOverLimit(st.size, this.maxBytes);
         this.fail(`${shown} is ${over.size}, over the ${over.limit} limit`);
       }
       mode = st.mode;
-      original = await readFile(abs);
+      original = await readRegularFile(abs, { verb: "read", shown });
     } catch (e) {
       // ENOTDIR: a parent is a file; the write will fail and say so.
       const code = (e as { code?: string }).code;
-      if (code !== "ENOENT" && code !== "ENOTDIR") throw e;
+      if (code === undefined) throw e; // our own message
+      if (code !== "ENOENT" && code !== "ENOTDIR") this.fail(`${shown}: ${fsErrorReason(e)}`);
     }
     let state: TextFile | null = null;
     if (original) {

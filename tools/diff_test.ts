@@ -1,13 +1,24 @@
-import { afterEach, test } from "node:test";
+import { after, afterEach, test } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import path from "node:path";
 import { removeDir, tempWorkspace } from "../tests/_util.ts";
 import { RiskClass, ToolRegistry } from "./registry.ts";
 import { ConflictGuard } from "./conflict_guard.ts";
 import { registerDiffTools } from "./diff.ts";
 import { registerFileTools } from "./fs.ts";
+import { FIFO_TEST_TIMEOUT_MS, makeFifo, NO_FIFOS, releaseFifos } from "../tests/_fifo.ts";
+
+after(releaseFifos);
 
 const cleanups: (() => void)[] = [];
 afterEach(() => {
@@ -557,4 +568,51 @@ test("apply_unified_diff refuses a file edited by someone else since it was read
     /FileConflictError|changed on disk/,
   );
   assert.equal(w.read("c.txt"), "1\nmore\n");
+});
+
+// ---------------------------------------------------------------------------------------------
+// special files and symlink loops
+
+test(
+  "apply_patch and apply_unified_diff refuse a named pipe and change no file",
+  { skip: NO_FIFOS, timeout: FIFO_TEST_TIMEOUT_MS },
+  async (t) => {
+    const w = ws({ "in.txt": "a\n" });
+    const why = makeFifo(path.join(w.dir, "pipe"), t.signal);
+    if (why) return t.skip(why);
+    const refused = /pipe is not a regular file \(a named pipe\); no file was changed/;
+    for (
+      const body of [["*** Update File: pipe", "@@", "-a", "+b"], ["*** Add File: pipe", "+x"]]
+    ) {
+      await assert.rejects(
+        w.call("apply_patch", {
+          patch: patch("*** Update File: in.txt", "@@", "-a", "+b", ...body),
+        }),
+        refused,
+      );
+    }
+    await assert.rejects(
+      w.call("apply_unified_diff", { diff: "--- a/pipe\n+++ b/pipe\n@@ -1 +1 @@\n-a\n+b\n" }),
+      refused,
+    );
+    assert.equal(w.read("in.txt"), "a\n");
+    assert.equal(statSync(path.join(w.dir, "pipe")).isFIFO(), true);
+    assert.deepEqual(readdirSync(w.dir).sort(), ["in.txt", "pipe"]);
+  },
+);
+
+test("apply_patch names a symlink loop and changes no file", async () => {
+  const w = ws({ "in.txt": "a\n" });
+  symlinkSync("b", path.join(w.dir, "a"));
+  symlinkSync("a", path.join(w.dir, "b"));
+  await assert.rejects(
+    w.call("apply_patch", {
+      patch: patch("*** Update File: in.txt", "@@", "-a", "+b", "*** Add File: a", "+x"),
+    }),
+    {
+      message:
+        "Cannot apply patch: a: too many levels of symbolic links (a symlink loop); no file was changed",
+    },
+  );
+  assert.equal(w.read("in.txt"), "a\n");
 });

@@ -10,6 +10,13 @@
  * what `read_file` saw, and `write_file`/`replace_in_file` refuse to overwrite a file that
  * changed on disk since (another engine or the user edited it).
  *
+ * Only regular files are opened: a named pipe, a socket or a device is refused before it is
+ * opened ("Cannot read x: it is not a regular file (a named pipe)"; opening a pipe would wait
+ * for a writer forever), and `list_files` leaves such entries out. A symlink loop is named as
+ * one ("too many levels of symbolic links (a symlink loop)"). An empty `path` of `read_file`,
+ * `write_file` or `replace_in_file` is refused ("Cannot read: path is empty") rather than taken
+ * as the workspace folder; `list_files`, whose `path` is optional, lists the workspace for it.
+ *
  * Built on `node:fs` only: the jobs here are small enough that a library would not pay for itself.
  *
  * @example Register the file tools
@@ -22,11 +29,19 @@
  *
  * @module
  */
-import type { Stats } from "node:fs";
-import { mkdir, open, readdir, readFile, realpath, stat } from "node:fs/promises";
+import { mkdir, readdir, realpath } from "node:fs/promises";
 import path from "node:path";
 import { isProtectedPath } from "../permissions/path_guard.ts";
 import { formatOverLimit } from "../_internal/size.ts";
+import {
+  type FileLabel,
+  fsError,
+  openRegularFile,
+  readRegularFile,
+  refuseSpecialFile,
+  specialFileKind,
+  statPath,
+} from "../_internal/file_checks.ts";
 import { RiskClass, type ToolMetadata, type ToolRegistry } from "./registry.ts";
 import { ConflictGuard } from "./conflict_guard.ts";
 import {
@@ -84,12 +99,22 @@ function overLimit(size: number, limit: number): string {
   return `file is ${shown.size}, over the ${shown.limit}`;
 }
 
-async function statOrNull(p: string): Promise<Stats | null> {
+/**
+ * A required `path` argument, refused when empty (an empty path would otherwise resolve to the
+ * workspace folder and give a puzzling "it is a directory").
+ */
+function pathArg(args: Record<string, unknown>, tool: string, verb: string): string {
+  const raw = stringArg(args, "path", tool);
+  if (raw.trim() === "") throw new Error(`Cannot ${verb}: path is empty`);
+  return raw;
+}
+
+/** `realpath`, its failure named for the model. */
+async function realPathOf(abs: string, label: FileLabel): Promise<string> {
   try {
-    return await stat(p);
-  } catch (e) {
-    if ((e as { code?: string }).code === "ENOENT") return null;
-    throw e;
+    return await realpath(abs);
+  } catch (err) {
+    throw fsError(err, label);
   }
 }
 
@@ -120,18 +145,24 @@ async function readTextForEdit(
   shown: string,
   maxBytes: number,
   tool: string,
-): Promise<{ text: string; bytes: Uint8Array }> {
-  const st = await statOrNull(abs);
+): Promise<{ text: string; bytes: Uint8Array; mode: number }> {
+  const label = { verb: "edit", shown };
+  const st = await statPath(abs, label);
   if (!st) throw new Error(`Cannot run ${tool} on ${shown}: no such file`);
   if (st.isDirectory()) throw new Error(`Cannot run ${tool} on ${shown}: it is a directory`);
+  refuseSpecialFile(st, label);
   if (st.size > maxBytes) {
     throw new Error(
       `Cannot run ${tool} on ${shown}: ${overLimit(st.size, maxBytes)} limit`,
     );
   }
-  const bytes = await readFile(abs);
+  const bytes = await readRegularFile(abs, label);
   if (looksBinary(bytes)) throw new Error(`Cannot run ${tool} on ${shown}: it is a binary file`);
-  return { text: new TextDecoder("utf-8", { ignoreBOM: true }).decode(bytes), bytes };
+  return {
+    text: new TextDecoder("utf-8", { ignoreBOM: true }).decode(bytes),
+    bytes,
+    mode: st.mode,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -143,34 +174,37 @@ async function readFileTool(
   options: FileToolsOptions,
   guard: ConflictGuard,
 ): Promise<string> {
-  const abs = resolveToolPath(workspace, stringArg(args, "path", "read_file"), { verb: "read" });
+  const abs = resolveToolPath(workspace, pathArg(args, "read_file", "read"), { verb: "read" });
   const shown = displayPath(workspace, abs);
+  const label = { verb: "read", shown };
   const offset = intArg(args, "offset", 1, 1, Number.MAX_SAFE_INTEGER);
   const limit = intArg(args, "limit", DEFAULT_LIMIT_LINES, 1, 100_000);
   const maxBytes = options.maxReadBytes ?? 10 * MIB;
   const maxChars = options.maxReadChars ?? 100_000;
 
-  const st = await statOrNull(abs);
+  const st = await statPath(abs, label);
   if (!st) throw new Error(`Cannot read ${shown}: no such file`);
   if (st.isDirectory()) throw new Error(`Cannot read ${shown}: it is a directory; use list_files`);
+  refuseSpecialFile(st, label);
   if (st.size > maxBytes) {
     throw new Error(
       `Cannot read ${shown}: ${overLimit(st.size, maxBytes)} read limit; use grep to find ` +
         "the part you need",
     );
   }
-  // Sniff the first bytes before reading everything.
-  const fh = await open(abs, "r");
+  // Sniff the first bytes before reading everything (through one handle, checked regular).
+  const fh = await openRegularFile(abs, label);
+  let bytes: Uint8Array;
   try {
     const probe = new Uint8Array(8000);
     const { bytesRead } = await fh.read(probe, 0, probe.byteLength, 0);
     if (looksBinary(probe.subarray(0, bytesRead))) {
       throw new Error(`Cannot read ${shown}: it looks like a binary file (it contains NUL bytes)`);
     }
+    bytes = await fh.readFile();
   } finally {
     await fh.close();
   }
-  const bytes = await readFile(abs);
   guard.noteRead(abs, bytes);
   let text = new TextDecoder().decode(bytes);
   if (text.startsWith(BOM)) text = text.slice(1);
@@ -216,9 +250,16 @@ async function listFilesTool(workspace: string, args: Record<string, unknown>): 
   const shown = displayPath(workspace, abs);
   const recursive = boolArg(args, "recursive", false);
   const maxEntries = intArg(args, "max_entries", 500, 1, 5000);
-  const st = await statOrNull(abs);
+  const st = await statPath(abs, { verb: "list", shown });
   if (!st) throw new Error(`Cannot list ${shown}: no such directory`);
-  if (!st.isDirectory()) throw new Error(`Cannot list ${shown}: it is a file; use read_file`);
+  if (!st.isDirectory()) {
+    const kind = specialFileKind(st);
+    throw new Error(
+      kind
+        ? `Cannot list ${shown}: it is not a directory (${kind})`
+        : `Cannot list ${shown}: it is a file; use read_file`,
+    );
+  }
 
   const out: string[] = [];
   let stopped = false;
@@ -247,9 +288,10 @@ async function listFilesTool(workspace: string, args: Record<string, unknown>): 
         }
       } else if (entry.isSymbolicLink()) {
         out.push(`${rel}@`);
-      } else {
+      } else if (entry.isFile()) {
         out.push(rel);
       }
+      // Anything else (a named pipe, a socket, a device) is left out: no tool can read it.
     }
   };
   await walk(abs, "");
@@ -284,18 +326,20 @@ async function writeFileTool(
   args: Record<string, unknown>,
   guard: ConflictGuard,
 ): Promise<string> {
-  let abs = resolveToolPath(workspace, stringArg(args, "path", "write_file"), { verb: "write" });
+  let abs = resolveToolPath(workspace, pathArg(args, "write_file", "write"), { verb: "write" });
   const shown = displayPath(workspace, abs);
+  const label = { verb: "write", shown };
   refuseProtected(workspace, abs, shown, "write");
   let content = stringArg(args, "content", "write_file");
-  const st = await statOrNull(abs);
+  const st = await statPath(abs, label);
   const notes: string[] = [];
   let mode: number | undefined;
   if (st) {
     if (st.isDirectory()) throw new Error(`Cannot write ${shown}: it is a directory`);
-    abs = await realpath(abs); // write through a symlink, never replace it
+    refuseSpecialFile(st, label); // reading the old content of a pipe would never end
+    abs = await realPathOf(abs, label); // write through a symlink, never replace it
     mode = st.mode;
-    const old = await readFile(abs);
+    const old = await readRegularFile(abs, label);
     guard.check(abs, old, { shown });
     if (!looksBinary(old)) {
       const oldText = new TextDecoder("utf-8", { ignoreBOM: true }).decode(old);
@@ -370,7 +414,7 @@ async function replaceInFileTool(
   guard: ConflictGuard,
 ): Promise<string> {
   const tool = "replace_in_file";
-  let abs = resolveToolPath(workspace, stringArg(args, "path", tool), { verb: "edit" });
+  let abs = resolveToolPath(workspace, pathArg(args, tool, "edit"), { verb: "edit" });
   const shown = displayPath(workspace, abs);
   refuseProtected(workspace, abs, shown, "edit");
   const oldText = stringArg(args, "old_text", tool);
@@ -379,15 +423,14 @@ async function replaceInFileTool(
   if (oldText === "") throw new Error(`Cannot edit ${shown}: old_text is empty`);
   if (oldText === newText) throw new Error(`Cannot edit ${shown}: old_text and new_text are equal`);
 
-  const { text: raw, bytes: before } = await readTextForEdit(
+  const { text: raw, bytes: before, mode } = await readTextForEdit(
     abs,
     shown,
     options.maxEditBytes ?? 10 * MIB,
     tool,
   );
-  abs = await realpath(abs);
+  abs = await realPathOf(abs, { verb: "edit", shown });
   guard.check(abs, before, { shown, action: "edit" });
-  const mode = (await stat(abs)).mode;
   const hasBom = raw.startsWith(BOM);
   const body = hasBom ? raw.slice(1) : raw;
   const eol = detectEol(body);
@@ -514,8 +557,8 @@ function registerReadTools(
       type: "function",
       function: {
         name: "list_files",
-        description: "List a directory (folders end with /, symlinks with @). Skips .git and " +
-          "node_modules.",
+        description: "List a directory (folders end with /, symlinks with @). Skips .git, " +
+          "node_modules and special files (named pipes, sockets, devices).",
         parameters: {
           type: "object",
           properties: {

@@ -1,4 +1,4 @@
-import { test } from "node:test";
+import { after, test } from "node:test";
 import assert from "node:assert/strict";
 import {
   existsSync,
@@ -13,10 +13,14 @@ import {
 } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import process from "node:process";
 import { pathToFileURL } from "node:url";
 import { RiskClass, ToolRegistry } from "./registry.ts";
 import { registerFileTools, registerReadOnlyFileTools } from "./fs.ts";
 import { Mode, PermissionEngine } from "../permissions/mod.ts";
+import { FIFO_TEST_TIMEOUT_MS, makeFifo, NO_FIFOS, releaseFifos } from "../tests/_fifo.ts";
+
+after(releaseFifos);
 
 interface Ws {
   dir: string;
@@ -393,3 +397,152 @@ test("the permission engine judges a file:// URL as the path the tool will write
     ws.dispose();
   }
 });
+
+// ---------------------------------------------------------------------------------------------
+// Special files, empty paths, symlink loops
+
+const FIFO_TEST = { skip: NO_FIFOS, timeout: FIFO_TEST_TIMEOUT_MS };
+
+test(
+  "read_file refuses a named pipe instead of waiting for a writer",
+  FIFO_TEST,
+  (t) =>
+    inWs(async (ws) => {
+      const why = makeFifo(path.join(ws.dir, "pipe"), t.signal);
+      if (why) return t.skip(why);
+      await assert.rejects(ws.call("read_file", { path: "pipe" }), {
+        message: "Cannot read pipe: it is not a regular file (a named pipe)",
+      });
+    }),
+);
+
+test(
+  "write_file refuses to replace a named pipe and leaves it in place",
+  FIFO_TEST,
+  (t) =>
+    inWs(async (ws) => {
+      const pipe = path.join(ws.dir, "pipe");
+      const why = makeFifo(pipe, t.signal);
+      if (why) return t.skip(why);
+      await assert.rejects(ws.call("write_file", { path: "pipe", content: "x" }), {
+        message: "Cannot write pipe: it is not a regular file (a named pipe)",
+      });
+      assert.equal(statSync(pipe).isFIFO(), true);
+      assert.deepEqual(readdirSync(ws.dir), ["pipe"], "no temporary file left");
+    }),
+);
+
+test("write_file refuses a symlink to a named pipe", FIFO_TEST, (t) =>
+  inWs(async (ws) => {
+    const why = makeFifo(path.join(ws.dir, "pipe"), t.signal);
+    if (why) return t.skip(why);
+    symlinkSync("pipe", path.join(ws.dir, "alias"));
+    await assert.rejects(ws.call("write_file", { path: "alias", content: "x" }), {
+      message: "Cannot write alias: it is not a regular file (a named pipe)",
+    });
+  }));
+
+test(
+  "replace_in_file refuses a named pipe instead of waiting for a writer",
+  FIFO_TEST,
+  (t) =>
+    inWs(async (ws) => {
+      const why = makeFifo(path.join(ws.dir, "pipe"), t.signal);
+      if (why) return t.skip(why);
+      await assert.rejects(
+        ws.call("replace_in_file", { path: "pipe", old_text: "a", new_text: "b" }),
+        { message: "Cannot edit pipe: it is not a regular file (a named pipe)" },
+      );
+    }),
+);
+
+test(
+  "list_files leaves named pipes out and lists the files beside them",
+  FIFO_TEST,
+  (t) =>
+    inWs(async (ws) => {
+      mkdirSync(path.join(ws.dir, "sub"));
+      writeFileSync(path.join(ws.dir, "sub", "a.txt"), "a");
+      const why = makeFifo(path.join(ws.dir, "sub", "pipe"), t.signal);
+      if (why) return t.skip(why);
+      assert.equal(await ws.call("list_files", { recursive: true }), "sub/\nsub/a.txt");
+      await assert.rejects(ws.call("list_files", { path: "sub/pipe" }), {
+        message: "Cannot list sub/pipe: it is not a directory (a named pipe)",
+      });
+    }),
+);
+
+test(
+  "read_file refuses a character device that would never end",
+  { skip: process.platform === "win32" ? "no /dev/zero on Windows" : false },
+  () =>
+    inWs(async (ws) => {
+      await assert.rejects(ws.call("read_file", { path: "/dev/zero" }), {
+        message: "Cannot read /dev/zero: it is not a regular file (a character device)",
+      });
+    }),
+);
+
+test("read_file, write_file and replace_in_file refuse an empty path", () =>
+  inWs(async (ws) => {
+    await assert.rejects(ws.call("read_file", { path: "" }), {
+      message: "Cannot read: path is empty",
+    });
+    await assert.rejects(ws.call("read_file", { path: "  " }), {
+      message: "Cannot read: path is empty",
+    });
+    await assert.rejects(ws.call("write_file", { path: "", content: "x" }), {
+      message: "Cannot write: path is empty",
+    });
+    await assert.rejects(
+      ws.call("replace_in_file", { path: "", old_text: "a", new_text: "b" }),
+      { message: "Cannot edit: path is empty" },
+    );
+    assert.deepEqual(readdirSync(ws.dir), []);
+  }));
+
+/** A workspace with the symlink loop `a -> b -> a`. */
+function withLoop(ws: Ws): void {
+  symlinkSync("b", path.join(ws.dir, "a"));
+  symlinkSync("a", path.join(ws.dir, "b"));
+}
+
+test("read_file names a symlink loop as one", () =>
+  inWs(async (ws) => {
+    withLoop(ws);
+    await assert.rejects(ws.call("read_file", { path: "a" }), {
+      message: "Cannot read a: too many levels of symbolic links (a symlink loop)",
+    });
+    await assert.rejects(ws.call("read_file", { path: "a/x.txt" }), {
+      message: "Cannot read a/x.txt: too many levels of symbolic links (a symlink loop)",
+    });
+  }));
+
+test("write_file and replace_in_file name a symlink loop and leave it alone", () =>
+  inWs(async (ws) => {
+    withLoop(ws);
+    await assert.rejects(ws.call("write_file", { path: "a", content: "x" }), {
+      message: "Cannot write a: too many levels of symbolic links (a symlink loop)",
+    });
+    await assert.rejects(
+      ws.call("replace_in_file", { path: "b", old_text: "a", new_text: "b" }),
+      { message: "Cannot edit b: too many levels of symbolic links (a symlink loop)" },
+    );
+    assert.deepEqual(readdirSync(ws.dir).sort(), ["a", "b"]);
+  }));
+
+test("the permission engine keeps a symlink loop inside the workspace inside", () =>
+  inWs((ws) => {
+    withLoop(ws);
+    const registry = new ToolRegistry();
+    registerFileTools(registry, ws.dir);
+    const write = registry.get("write_file")!.metadata;
+    const read = registry.get("read_file")!.metadata;
+    const p = new PermissionEngine({ workspaceRoot: ws.dir, mode: Mode.INTERACTIVE });
+    const read1 = p.evaluate("read_file", { path: "a" }, read);
+    assert.equal(read1.allowed, true, read1.reason);
+    const write1 = p.evaluate("write_file", { path: "a" }, write);
+    assert.equal(write1.needsUser, true, write1.reason);
+    assert.doesNotMatch(write1.reason, /outside/);
+    return Promise.resolve();
+  }));

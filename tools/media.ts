@@ -23,11 +23,12 @@
  *
  * @module
  */
-import { readFile, realpath, stat } from "node:fs/promises";
+import { realpath } from "node:fs/promises";
 import path from "node:path";
 import { Buffer } from "node:buffer";
 import { envAll } from "../_internal/env.ts";
 import { formatBytes, formatOverLimit } from "../_internal/size.ts";
+import { fsError, readRegularFile, refuseSpecialFile, statPath } from "../_internal/file_checks.ts";
 import { urlScheme } from "../permissions/path_guard.ts";
 import { createSocksFetch, type FetchLike } from "../_internal/socks_fetch.ts";
 import { RiskClass, type ToolAttachment, type ToolContext, type ToolRegistry } from "./registry.ts";
@@ -131,10 +132,14 @@ async function loadFile(
 ): Promise<Loaded> {
   const abs = resolveToolPath(workspace, raw, { verb: "attach" });
   const shown = displayPath(workspace, abs);
-  const st = await stat(abs).catch(() => null);
+  const label = { verb: "attach", shown };
+  const st = await statPath(abs, label);
   if (!st) throw new Error(`Cannot attach ${shown}: no such file`);
-  if (!st.isFile()) throw new Error(`Cannot attach ${shown}: it is not a file`);
-  const real = await realpath(abs);
+  if (st.isDirectory()) throw new Error(`Cannot attach ${shown}: it is a directory`);
+  refuseSpecialFile(st, label); // a named pipe would never finish reading
+  const real = await realpath(abs).catch((err) => {
+    throw fsError(err, label);
+  });
   let roots = readRoots(workspace, ctx);
   roots = await Promise.all(roots.map((r) => realpath(r).catch(() => r)));
   if (!roots.some((r) => isInside(r, real))) {
@@ -147,7 +152,7 @@ async function loadFile(
   if (st.size > room) {
     throw new Error(`Cannot attach ${shown}: ${overTotal(MEDIA_MAX_BYTES - room + st.size)}`);
   }
-  return { name: path.basename(abs), bytes: await readFile(abs), source: shown };
+  return { name: path.basename(abs), bytes: await readRegularFile(real, label), source: shown };
 }
 
 async function loadUrl(

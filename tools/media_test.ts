@@ -18,6 +18,9 @@ import { MockOpenAIServer, type ScriptedTurn } from "../testing/mod.ts";
 import { collect, ofType, removeDir, tempWorkspace } from "../tests/_util.ts";
 import { MEDIA_MAX_BYTES, registerMediaTool } from "./media.ts";
 import type { ToolAttachment } from "./registry.ts";
+import { FIFO_TEST_TIMEOUT_MS, makeFifo, NO_FIFOS, releaseFifos } from "../tests/_fifo.ts";
+
+after(releaseFifos);
 
 // A real 1×1 PNG, a WAV header with a few samples, and an MP4 `ftyp` box.
 const PNG = Buffer.from(
@@ -261,4 +264,35 @@ test("without an engine queue the tool says it cannot attach", async () => {
     Promise.resolve(registry.get("media")!.func({ path: "dot.png" }, {})),
     /this engine cannot add media/,
   );
+});
+
+test(
+  "a named pipe is refused before it is opened",
+  { skip: NO_FIFOS, timeout: FIFO_TEST_TIMEOUT_MS },
+  async (t) => {
+    const ws = workspace();
+    const why = makeFifo(path.join(ws, "cam.png"), t.signal);
+    if (why) return t.skip(why);
+    const registry = new ToolRegistry();
+    registerMediaTool(registry, ws, { env: {} });
+    await assert.rejects(
+      Promise.resolve(registry.get("media")!.func({ path: "cam.png" }, { attachments: [] })),
+      { message: "Cannot attach cam.png: it is not a regular file (a named pipe)" },
+    );
+  },
+);
+
+test("a symlink loop and a folder are named as what they are", async () => {
+  const ws = workspace();
+  fs.symlinkSync("b.png", path.join(ws, "a.png"));
+  fs.symlinkSync("a.png", path.join(ws, "b.png"));
+  fs.mkdirSync(path.join(ws, "pics"));
+  const registry = new ToolRegistry();
+  registerMediaTool(registry, ws, { env: {} });
+  const call = (p: string) =>
+    Promise.resolve(registry.get("media")!.func({ path: p }, { attachments: [] }));
+  await assert.rejects(call("a.png"), {
+    message: "Cannot attach a.png: too many levels of symbolic links (a symlink loop)",
+  });
+  await assert.rejects(call("pics"), { message: "Cannot attach pics: it is a directory" });
 });

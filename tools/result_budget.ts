@@ -60,7 +60,7 @@ export interface BudgetedResult {
  * Fits a tool result into the model's budget (manual §7.2, "presupuesto de resultados").
  *
  * Above the save threshold the full text is written (atomically: temp file + rename) to
- * `<dir>/<tool>_<toolCallId>.txt`; above `maxChars` the model gets the head and the tail with a
+ * `<dir>/<tool>_<toolCallId>.txt`, mode 0600 (folders created for it: 0700); above `maxChars` the model gets the head and the tail with a
  * note in the middle giving the total size (chars and bytes), what was omitted and the saved path.
  *
  * @param text The tool's full result.
@@ -165,7 +165,8 @@ function saveFull(text: string, options: BudgetOptions): string {
   const name = options.toolName ? `${safeName(options.toolName)}_${id}.txt` : `${id}.txt`;
   const target = path.join(path.resolve(dir), name);
   try {
-    writeFileAtomicSync(target, text, { mkdir: true });
+    // Private to the owner: tool output may hold secrets (files read, env printed).
+    writeFileAtomicSync(target, text, { mkdir: true, mode: 0o600, dirMode: 0o700 });
   } catch (e) {
     throw new Error(`Cannot save tool result to ${target}: ${(e as Error).message}`, { cause: e });
   }

@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import process from "node:process";
@@ -135,5 +135,21 @@ test("saving without any folder throws a clear error", () => {
     assert.throws(() => budgetToolResult("q".repeat(30_000), {}), /Cannot save tool result/);
   } finally {
     if (saved !== undefined) process.env.TOOL_RESULT_DIR = saved;
+  }
+});
+
+test("a saved result and the folders made for it are private to their owner", {
+  skip: process.platform === "win32" ? "no POSIX modes on Windows" : false,
+}, () => {
+  const ws = tempDir();
+  try {
+    const r = budgetToolResult("secret ".repeat(5000), { workspace: ws, toolCallId: "c9" });
+    assert.ok(r.savedPath);
+    const modeOf = (p: string) => (statSync(p).mode & 0o777).toString(8);
+    assert.equal(modeOf(r.savedPath), "600");
+    assert.equal(modeOf(path.join(ws, ".agent")), "700");
+    assert.equal(modeOf(path.join(ws, ".agent", "tool-results")), "700");
+  } finally {
+    rmSync(ws, { recursive: true, force: true });
   }
 });

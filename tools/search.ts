@@ -7,7 +7,12 @@
  * agree on what is searched: hidden files and folders and `.git` are skipped, `.gitignore` files
  * are honoured in and below the search root and in its parent folders (also outside a git
  * repository), `.ignore`/`.rgignore`/global git excludes are not, binary files (a NUL byte) are
- * skipped as a whole, symlinks are not followed, and CRLF counts as a line end.
+ * skipped as a whole, symlinks are not followed, and CRLF counts as a line end. Only regular
+ * files are read: named pipes, sockets and devices in the tree are skipped, and one named as the
+ * search path is refused ("Cannot search x: it is not a regular file (a named pipe)"), since
+ * opening a pipe waits for a writer forever. ripgrep would wait on a `.gitignore` that is a
+ * pipe, so when the search root's or a parent folder's `.gitignore` is one, the JavaScript
+ * search (which skips it) runs instead; one deeper in the tree costs the search its time limit.
  *
  * Libraries: ripgrep for speed (DESIGN §8: at most 1.2x ripgrep), the `ignore` npm package for
  * `.gitignore` semantics in the fallback (the same rules git uses; well kept, no dependencies).
@@ -21,10 +26,17 @@
  *
  * @module
  */
-import { readdir, readFile, stat } from "node:fs/promises";
+import { readdir, stat } from "node:fs/promises";
 import path from "node:path";
 import ignore, { type Ignore } from "ignore";
 import { spawnProcess, which } from "../_internal/process.ts";
+import { mayRead } from "../_internal/deno_permissions.ts";
+import {
+  readRegularFile,
+  refuseSpecialFile,
+  specialFileKind,
+  statPath,
+} from "../_internal/file_checks.ts";
 import { RiskClass, type ToolContext, type ToolRegistry } from "./registry.ts";
 import {
   abortError,
@@ -269,11 +281,32 @@ interface IgnoreLayer {
 }
 
 async function loadGitignore(dir: string): Promise<IgnoreLayer | null> {
+  const file = path.join(dir, ".gitignore");
+  if (!mayRead(file)) return null; // never make Deno prompt (DESIGN §5)
   try {
-    const text = await readFile(path.join(dir, ".gitignore"), "utf8");
+    // Never blocks on a `.gitignore` that is a named pipe: only a regular file is read.
+    const text = new TextDecoder().decode(
+      await readRegularFile(file, { verb: "read", shown: file }),
+    );
     return { dir, ig: ignore().add(text) };
   } catch {
     return null;
+  }
+}
+
+/**
+ * A `.gitignore` ripgrep reads before it searches (in `startDir` or a parent folder) that is
+ * not a regular file (ripgrep would wait forever opening a named pipe), with what it is.
+ */
+async function specialGitignoreAbove(
+  startDir: string,
+): Promise<{ file: string; kind: string } | undefined> {
+  for (let d = startDir;; d = path.dirname(d)) {
+    const file = path.join(d, ".gitignore");
+    const st = mayRead(file) ? await stat(file).catch(() => null) : null;
+    const kind = st && !st.isDirectory() ? specialFileKind(st) : undefined;
+    if (kind) return { file, kind };
+    if (path.dirname(d) === d) return undefined;
   }
 }
 
@@ -331,7 +364,8 @@ async function searchWithJs(req: SearchRequest): Promise<Collected> {
   const searchFile = async (abs: string): Promise<void> => {
     let bytes: Uint8Array;
     try {
-      bytes = await readFile(abs);
+      // Regular files only: a pipe swapped in after the directory listing is never waited on.
+      bytes = await readRegularFile(abs, { verb: "search", shown: abs });
     } catch {
       return;
     }
@@ -501,12 +535,10 @@ export function registerSearchTool(
     if (pattern === "") throw new Error("Cannot search: pattern is empty");
     const abs = resolveToolPath(root, args.path);
     const where = displayPath(root, abs);
-    let st;
-    try {
-      st = await stat(abs);
-    } catch {
-      throw new Error(`Cannot search ${where}: no such file or directory`);
-    }
+    const label = { verb: "search", shown: where };
+    const st = await statPath(abs, label);
+    if (!st) throw new Error(`Cannot search ${where}: no such file or directory`);
+    refuseSpecialFile(st, label);
     const glob = args.glob === undefined || args.glob === null || args.glob === ""
       ? undefined
       : stringArg(args, "glob", "grep");
@@ -525,7 +557,19 @@ export function registerSearchTool(
       signal: ctx?.signal,
     };
     if (req.signal?.aborted) throw abortError("grep");
-    const rg = findRg();
+    let rg = findRg();
+    if (rg) {
+      const special = await specialGitignoreAbove(
+        req.rootIsDir ? req.root : path.dirname(req.root),
+      );
+      if (special && mode === "rg") {
+        throw new Error(
+          `Cannot search ${where}: ${special.file} is not a regular file (${special.kind}), ` +
+            "and ripgrep would wait on it forever",
+        );
+      }
+      if (special) rg = null; // the JavaScript search skips it
+    }
     if (!rg) compileRegex(pattern, req.ignoreCase); // fail early on a bad pattern
     const collected = rg ? await searchWithRg(rg, req) : await searchWithJs(req);
     return format(collected, maxResults, context, pattern, where);

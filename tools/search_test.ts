@@ -1,12 +1,15 @@
-import { test } from "node:test";
+import { after, test } from "node:test";
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import process from "node:process";
 import { which } from "../_internal/process.ts";
 import { RiskClass, type ToolContext, ToolRegistry } from "./registry.ts";
 import { registerSearchTool } from "./search.ts";
+import { FIFO_TEST_TIMEOUT_MS, makeFifo, NO_FIFOS, releaseFifos } from "../tests/_fifo.ts";
+
+after(releaseFifos);
 
 const rgMissing = which("rg") === null;
 if (rgMissing && process.env.CI_REQUIRE_REAL === "1") {
@@ -45,7 +48,7 @@ function tree(): string {
   return dir;
 }
 
-function grepOf(dir: string, engine: "rg" | "js") {
+function grepOf(dir: string, engine: "rg" | "js" | "auto") {
   const registry = new ToolRegistry();
   registerSearchTool(registry, dir, { engine });
   return async (args: Record<string, unknown>, ctx?: ToolContext): Promise<string> =>
@@ -201,6 +204,90 @@ test("grep with an aborted signal throws AbortError", async () => {
         grepOf(dir, engine)({ pattern: "needle" }, { signal: ac.signal }),
         (e: Error) => e.name === "AbortError",
       );
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+// ---------------------------------------------------------------------------------------------
+// Special files and symlink loops
+
+const FIFO_TEST = { skip: NO_FIFOS, timeout: FIFO_TEST_TIMEOUT_MS };
+const ENGINES = rgMissing ? ["js" as const] : ["js" as const, "rg" as const];
+
+/** A folder with `a.txt` (one match) and a named pipe `pipe` (or why it could not be made). */
+function treeWithPipe(signal: AbortSignal, pipeName = "pipe"): { dir: string; why?: string } {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "zq-grep-pipe-"));
+  writeFileSync(path.join(dir, "a.txt"), "needle\n");
+  return { dir, why: makeFifo(path.join(dir, pipeName), signal) };
+}
+
+test("grep refuses a named pipe given as its path, with either engine", FIFO_TEST, async (t) => {
+  const { dir, why } = treeWithPipe(t.signal);
+  try {
+    if (why) return t.skip(why);
+    for (const engine of ENGINES) {
+      await assert.rejects(grepOf(dir, engine)({ pattern: "needle", path: "pipe" }), {
+        message: "Cannot search pipe: it is not a regular file (a named pipe)",
+      }, engine);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test(
+  "grep skips a named pipe in the tree and searches the files beside it",
+  FIFO_TEST,
+  async (t) => {
+    const { dir, why } = treeWithPipe(t.signal);
+    try {
+      if (why) return t.skip(why);
+      for (const engine of ENGINES) {
+        assert.equal(
+          await grepOf(dir, engine)({ pattern: "needle" }),
+          "1 matching line in 1 file\na.txt:1:needle",
+          engine,
+        );
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  },
+);
+
+test("grep does not wait on a .gitignore that is a named pipe", FIFO_TEST, async (t) => {
+  const { dir, why } = treeWithPipe(t.signal, ".gitignore");
+  try {
+    if (why) return t.skip(why);
+    for (const engine of ["js" as const, "auto" as const]) {
+      assert.equal(
+        await grepOf(dir, engine)({ pattern: "needle" }),
+        "1 matching line in 1 file\na.txt:1:needle",
+        engine,
+      );
+    }
+    if (!rgMissing) {
+      await assert.rejects(
+        grepOf(dir, "rg")({ pattern: "needle" }),
+        /Cannot search \.: .*\.gitignore is not a regular file \(a named pipe\), and ripgrep would wait on it forever/,
+      );
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("grep names a symlink loop given as its path", async () => {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "zq-grep-loop-"));
+  try {
+    symlinkSync("b", path.join(dir, "a"));
+    symlinkSync("a", path.join(dir, "b"));
+    for (const engine of ENGINES) {
+      await assert.rejects(grepOf(dir, engine)({ pattern: "x", path: "a" }), {
+        message: "Cannot search a: too many levels of symbolic links (a symlink loop)",
+      }, engine);
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });
