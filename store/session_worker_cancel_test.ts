@@ -8,14 +8,14 @@ import { store as target } from "../tests/_target.ts";
 import { cleanupsAfterEach, until } from "../tests/_util.ts";
 import {
   eachStore,
-  makeEngine,
   modelAndWorkspace,
   startDyingOwner,
+  testWorker,
 } from "../tests/_store_engine.ts";
 import { postgresForTests } from "../tests/_postgres.ts";
 
 // The code under test: the source tree, or the npm build (tests/_target.ts).
-const { restoreSession, SessionWorker } = target;
+const { restoreSession } = target;
 
 const pg = await postgresForTests();
 
@@ -46,25 +46,21 @@ eachStore(pg, "c", cleanups, (t) => {
     const { server, ws } = await setup();
     let started = 0;
     let aborted = 0;
-    const worker = new SessionWorker(store, {
-      pollMs: 20,
+    const worker = testWorker(store, {
+      baseURL: server.baseURL,
+      workspace: ws,
+      act: (_args, ctx) =>
+        new Promise((_resolve, reject) => {
+          started++;
+          const signal = (ctx as { signal?: AbortSignal }).signal!;
+          signal.addEventListener("abort", () => {
+            aborted++;
+            reject(signal.reason);
+          });
+        }),
+    }, {
       // A long poll: the submit's wake notification is what finds the cancel.
       cancelPollMs: 60_000,
-      createEngine: ({ messages }) =>
-        makeEngine({
-          baseURL: server.baseURL,
-          workspace: ws,
-          messages,
-          act: (_args, ctx) =>
-            new Promise((_resolve, reject) => {
-              started++;
-              const signal = (ctx as { signal?: AbortSignal }).signal!;
-              signal.addEventListener("abort", () => {
-                aborted++;
-                reject(signal.reason);
-              });
-            }),
-        }),
     });
     cleanups.push(() => worker.stop({ graceMs: 100 }));
     await store.create("s1");
@@ -90,18 +86,14 @@ eachStore(pg, "c", cleanups, (t) => {
   t("a cancel while the turn waits for approval closes the approval", async (store) => {
     const { server, ws } = await setup();
     let runs = 0;
-    const worker = new SessionWorker(store, {
-      pollMs: 20,
+    const worker = testWorker(store, {
+      baseURL: server.baseURL,
+      workspace: ws,
+      approval: true,
+      act: () => `ran ${++runs}`,
+    }, {
       cancelPollMs: 60_000,
       approvalHoldMs: 60_000,
-      createEngine: ({ messages }) =>
-        makeEngine({
-          baseURL: server.baseURL,
-          workspace: ws,
-          messages,
-          approval: true,
-          act: () => `ran ${++runs}`,
-        }),
     });
     cleanups.push(() => worker.stop({ graceMs: 100 }));
     await store.create("s1");
@@ -131,19 +123,15 @@ eachStore(pg, "c", cleanups, (t) => {
     const { server, ws } = await setup();
     let runs = 0;
     const make = (id: string) =>
-      new SessionWorker(store, {
+      testWorker(store, {
+        baseURL: server.baseURL,
+        workspace: ws,
+        approval: true,
+        act: () => `ran ${++runs}`,
+      }, {
         ownerId: id,
-        pollMs: 20,
         approvalHoldMs: 50,
         approvalPollMs: 20,
-        createEngine: ({ messages }) =>
-          makeEngine({
-            baseURL: server.baseURL,
-            workspace: ws,
-            messages,
-            approval: true,
-            act: () => `ran ${++runs}`,
-          }),
       });
     const a = make("A");
     cleanups.push(() => a.stop({ graceMs: 100 }));
@@ -179,25 +167,21 @@ eachStore(pg, "c", cleanups, (t) => {
     const gate = new Promise<void>((r) => (release = r));
     cleanups.push(() => release());
     let started = 0;
-    const worker = new SessionWorker(store, {
-      pollMs: 20,
+    const worker = testWorker(store, {
+      baseURL: server.baseURL,
+      workspace: ws,
+      act: async (_args, ctx) => {
+        if (++started === 1) {
+          const signal = (ctx as { signal?: AbortSignal }).signal!;
+          await Promise.race([
+            gate,
+            new Promise((_r, reject) => signal.addEventListener("abort", reject)),
+          ]);
+        }
+        return "ok";
+      },
+    }, {
       cancelPollMs: 60_000,
-      createEngine: ({ messages }) =>
-        makeEngine({
-          baseURL: server.baseURL,
-          workspace: ws,
-          messages,
-          act: async (_args, ctx) => {
-            if (++started === 1) {
-              const signal = (ctx as { signal?: AbortSignal }).signal!;
-              await Promise.race([
-                gate,
-                new Promise((_r, reject) => signal.addEventListener("abort", reject)),
-              ]);
-            }
-            return "ok";
-          },
-        }),
     });
     cleanups.push(() => worker.stop({ graceMs: 100 }));
     await store.create("s1");
@@ -239,15 +223,10 @@ eachStore(pg, "c", cleanups, (t) => {
       assert.equal((await store.takeInbox(a.lease)).map((i) => i.kind).join(), "cancel");
       a.hook.detach();
       await a.die();
-      const worker = new SessionWorker(store, {
-        pollMs: 20,
-        createEngine: ({ messages }) =>
-          makeEngine({
-            baseURL: server.baseURL,
-            workspace: ws,
-            messages,
-            act: () => `B ${++runs}`,
-          }),
+      const worker = testWorker(store, {
+        baseURL: server.baseURL,
+        workspace: ws,
+        act: () => `B ${++runs}`,
       });
       cleanups.push(() => worker.stop({ graceMs: 100 }));
       worker.start();
@@ -262,15 +241,10 @@ eachStore(pg, "c", cleanups, (t) => {
   t("a cancel with no turn running changes nothing and the next input runs", async (store) => {
     const { server, ws } = await setup();
     let runs = 0;
-    const worker = new SessionWorker(store, {
-      pollMs: 20,
-      createEngine: ({ messages }) =>
-        makeEngine({
-          baseURL: server.baseURL,
-          workspace: ws,
-          messages,
-          act: () => `ran ${++runs}`,
-        }),
+    const worker = testWorker(store, {
+      baseURL: server.baseURL,
+      workspace: ws,
+      act: () => `ran ${++runs}`,
     });
     cleanups.push(() => worker.stop({ graceMs: 100 }));
     await store.create("s1");

@@ -8,6 +8,7 @@ import {
   makeEngine,
   modelAndWorkspace,
   startDyingOwner,
+  testWorker,
 } from "../tests/_store_engine.ts";
 import { postgresForTests } from "../tests/_postgres.ts";
 
@@ -28,15 +29,10 @@ eachStore(pg, "w", cleanups, (t) => {
   t("a worker runs submitted input to the end and stores every event in order", async (store) => {
     const { server, ws } = await setup();
     let runs = 0;
-    const worker = new SessionWorker(store, {
-      pollMs: 20,
-      createEngine: ({ messages }) =>
-        makeEngine({
-          baseURL: server.baseURL,
-          workspace: ws,
-          messages,
-          act: () => `ran ${++runs}`,
-        }),
+    const worker = testWorker(store, {
+      baseURL: server.baseURL,
+      workspace: ws,
+      act: () => `ran ${++runs}`,
     });
     cleanups.push(() => worker.stop());
     await store.create("s1");
@@ -75,10 +71,10 @@ eachStore(pg, "w", cleanups, (t) => {
     await a.started;
     await a.die();
     // Process B: a worker claims the session and finishes the turn without re-running the tool.
-    const worker = new SessionWorker(store, {
-      pollMs: 20,
-      createEngine: ({ messages }) =>
-        makeEngine({ baseURL: server.baseURL, workspace: ws, messages, act: () => `B ${++runs}` }),
+    const worker = testWorker(store, {
+      baseURL: server.baseURL,
+      workspace: ws,
+      act: () => `B ${++runs}`,
     });
     cleanups.push(() => worker.stop());
     worker.start();
@@ -117,19 +113,14 @@ eachStore(pg, "w", cleanups, (t) => {
     cleanups.push(() => a.finish());
     await a.started;
     await a.die();
-    const worker = new SessionWorker(store, {
-      pollMs: 20,
-      createEngine: ({ messages }) =>
-        makeEngine({
-          baseURL: server.baseURL,
-          workspace: ws,
-          messages,
-          idempotent: true,
-          act: (_a, ctx) => {
-            keys.push(ctx!.idempotencyKey!);
-            return "again";
-          },
-        }),
+    const worker = testWorker(store, {
+      baseURL: server.baseURL,
+      workspace: ws,
+      idempotent: true,
+      act: (_a, ctx) => {
+        keys.push(ctx!.idempotencyKey!);
+        return "again";
+      },
     });
     cleanups.push(() => worker.stop());
     worker.start();
@@ -143,18 +134,14 @@ eachStore(pg, "w", cleanups, (t) => {
   t("an approval answered elsewhere wakes the turn holding its lease", async (store) => {
     const { server, ws } = await setup();
     let runs = 0;
-    const worker = new SessionWorker(store, {
-      pollMs: 20,
+    const worker = testWorker(store, {
+      baseURL: server.baseURL,
+      workspace: ws,
+      approval: true,
+      act: () => `ran ${++runs}`,
+    }, {
       approvalHoldMs: 60_000,
       approvalPollMs: 5_000,
-      createEngine: ({ messages }) =>
-        makeEngine({
-          baseURL: server.baseURL,
-          workspace: ws,
-          messages,
-          approval: true,
-          act: () => `ran ${++runs}`,
-        }),
     });
     cleanups.push(() => worker.stop());
     worker.start();
@@ -179,19 +166,15 @@ eachStore(pg, "w", cleanups, (t) => {
     const { server, ws } = await setup();
     let runs = 0;
     const make = (id: string) =>
-      new SessionWorker(store, {
+      testWorker(store, {
+        baseURL: server.baseURL,
+        workspace: ws,
+        approval: true,
+        act: () => `ran by ${id} ${++runs}`,
+      }, {
         ownerId: id,
-        pollMs: 20,
         approvalHoldMs: 100,
         approvalPollMs: 20,
-        createEngine: ({ messages }) =>
-          makeEngine({
-            baseURL: server.baseURL,
-            workspace: ws,
-            messages,
-            approval: true,
-            act: () => `ran by ${id} ${++runs}`,
-          }),
       });
     const a = make("A");
     cleanups.push(() => a.stop());
@@ -260,10 +243,10 @@ eachStore(pg, "w", cleanups, (t) => {
     }).start();
     const ws = tempWorkspace();
     cleanups.push(() => server.close(), () => removeDir(ws));
-    const worker = new SessionWorker(store, {
-      pollMs: 20,
-      createEngine: ({ messages }) =>
-        makeEngine({ baseURL: server.baseURL, workspace: ws, messages, act: () => "unused" }),
+    const worker = testWorker(store, {
+      baseURL: server.baseURL,
+      workspace: ws,
+      act: () => "unused",
     });
     cleanups.push(() => worker.stop());
     worker.start();

@@ -3,10 +3,10 @@ import assert from "node:assert/strict";
 import type { SessionStore, StoredEvent } from "./mod.ts";
 import { store as target, testing } from "../tests/_target.ts";
 import { cleanupsAfterEach, removeDir, tempWorkspace, until } from "../tests/_util.ts";
-import { actThenAnswer, makeEngine } from "../tests/_store_engine.ts";
+import { actThenAnswer, makeEngine, testWorker } from "../tests/_store_engine.ts";
 
 // The code under test: the source tree, or the npm build (tests/_target.ts).
-const { MemorySessionStore, restoreSession, SessionWorker, StoreHook } = target;
+const { MemorySessionStore, restoreSession, StoreHook } = target;
 const { MockOpenAIServer } = testing;
 
 const cleanups = cleanupsAfterEach();
@@ -22,11 +22,7 @@ test("a session restored by a new worker numbers its events after the stored one
   const store: SessionStore = new MemorySessionStore({ pollMs: 20 });
   cleanups.push(() => server.close(), () => removeDir(ws), () => store.close());
   const worker = () =>
-    new SessionWorker(store, {
-      pollMs: 20,
-      createEngine: ({ messages }) =>
-        makeEngine({ baseURL: server.baseURL, workspace: ws, messages, act: () => "ok" }),
-    });
+    testWorker(store, { baseURL: server.baseURL, workspace: ws, act: () => "ok" });
   await store.create("s1");
   const turnEnds = async () =>
     (await store.read("s1", 0)).filter((e) => e.kind === "turn_end").length;

@@ -7,7 +7,13 @@
  */
 import type { TurnEngine } from "../mod.ts";
 import type { Message } from "../providers/mod.ts";
-import type { Lease, SessionStore, StoreHook } from "../store/mod.ts";
+import type {
+  Lease,
+  SessionStore,
+  SessionWorker,
+  SessionWorkerOptions,
+  StoreHook,
+} from "../store/mod.ts";
 import type { MockOpenAIServer, RecordedRequest, ScriptedTurn } from "../testing/mod.ts";
 import { test } from "node:test";
 import { core, store as target, testing } from "./_target.ts";
@@ -211,4 +217,20 @@ export async function modelAndWorkspace(
   const ws = tempWorkspace();
   cleanups.push(() => server.close(), () => removeDir(ws));
   return { server, ws };
+}
+
+/**
+ * A `SessionWorker` (polling every 20 ms unless `options` say otherwise) whose sessions run on
+ * {@link makeEngine} engines with `engine`'s options and the history from the store.
+ */
+export function testWorker(
+  store: SessionStore,
+  engine: Omit<TestEngineOptions, "messages">,
+  options: Omit<SessionWorkerOptions, "createEngine"> = {},
+): SessionWorker {
+  return new target.SessionWorker(store, {
+    pollMs: 20,
+    ...options,
+    createEngine: ({ messages }) => makeEngine({ ...engine, messages }),
+  });
 }
