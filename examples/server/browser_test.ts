@@ -3,43 +3,25 @@
 // reasoning, approve a write from the card, see the tool result and the turn's diff, interrupt
 // a long command. The approval card's screenshot is saved as a CI artifact
 // (.ci/artifacts/approval_card.png).
-import { afterEach, test } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
-import process from "node:process";
 import { fileURLToPath } from "node:url";
 import type { RecordedRequest, ScriptedTurn } from "../../testing/mod.ts";
 import { startTestServer, type TestServer } from "./_test_util.ts";
+import { loadPlaywright, missingForBrowser, openPage } from "./_browser.ts";
+import { cleanupsAfterEach } from "../../tests/_util.ts";
 
-const CHROMIUM = "/usr/bin/chromium";
 const ARTIFACTS = fileURLToPath(new URL("../../.ci/artifacts/", import.meta.url));
-
-async function loadPlaywright(): Promise<typeof import("playwright-core") | null> {
-  try {
-    return await import("playwright-core");
-  } catch {
-    return null;
-  }
-}
 
 const playwright = await loadPlaywright();
 const hasGit = spawnSync("git", ["--version"]).status === 0;
-const missing = [
-  fs.existsSync(CHROMIUM) ? "" : `${CHROMIUM} (apt-get install chromium)`,
-  playwright ? "" : "playwright-core (deno install)",
-  hasGit ? "" : "git",
-].filter(Boolean);
-if (missing.length && process.env.CI_REQUIRE_REAL === "1") {
-  throw new Error(`Cannot run the browser test: missing ${missing.join(", ")}`);
-}
+const missing = missingForBrowser(playwright, [hasGit ? "" : "git"]);
 const skip = missing.length ? `missing ${missing.join(", ")}` : false;
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
+const cleanups = cleanupsAfterEach();
 
 let flaky = 0;
 
@@ -82,29 +64,7 @@ test("the page streams a turn, approves a write from the card and interrupts a l
 }, async () => {
   const s: TestServer = await startTestServer({ acme: script }, { vcsMode: "auto" });
   cleanups.push(() => s.close());
-  const browser = await playwright!.chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--no-first-run",
-      "--disable-sync",
-    ],
-  });
-  cleanups.push(() => browser.close());
-  const context = await browser.newContext({ viewport: { width: 1100, height: 800 } });
-  // Nothing but the server on 127.0.0.1 is ever contacted.
-  const outside: string[] = [];
-  await context.route((url) => url.hostname !== "127.0.0.1", (route) => {
-    outside.push(route.request().url());
-    return route.abort();
-  });
-  const page = await context.newPage();
-  const problems: string[] = [];
-  page.on("pageerror", (e) => problems.push(String(e)));
+  const { page, outside, problems } = await openPage(playwright!, cleanups);
 
   await page.goto(`${s.url}/#token=${s.tenants.acme.token}`);
   await page.locator("#session-bar").waitFor();

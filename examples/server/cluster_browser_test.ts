@@ -17,46 +17,18 @@ import { MockOpenAIServer, type RecordedRequest, type ScriptedTurn } from "../..
 import { postgresForTests, uniquePrefix } from "../../tests/_postgres.ts";
 import { ClusterFrontEnd, createClusterWorker, openClusterStore } from "./cluster.ts";
 import { testConfig } from "./_test_util.ts";
+import { loadPlaywright, missingForBrowser, openPage, sleeping } from "./_browser.ts";
 import { cleanupsAfterEach, until } from "../../tests/_util.ts";
 
-const CHROMIUM = "/usr/bin/chromium";
 const ARTIFACTS = fileURLToPath(new URL("../../.ci/artifacts/", import.meta.url));
 
-async function loadPlaywright(): Promise<typeof import("playwright-core") | null> {
-  try {
-    return await import("playwright-core");
-  } catch {
-    return null;
-  }
-}
-
 const playwright = await loadPlaywright();
-const missing = [
-  fs.existsSync(CHROMIUM) ? "" : `${CHROMIUM} (apt-get install chromium)`,
-  playwright ? "" : "playwright-core (deno install)",
-].filter(Boolean);
-if (missing.length && process.env.CI_REQUIRE_REAL === "1") {
-  throw new Error(`Cannot run the browser test: missing ${missing.join(", ")}`);
-}
+const missing = missingForBrowser(playwright);
 // startPostgres throws under CI_REQUIRE_REAL=1 when PostgreSQL is missing.
 const pg = await postgresForTests(missing.length ? `missing ${missing.join(", ")}` : false);
 const skip = "skip" in pg ? pg.skip : false;
 
 const cleanups = cleanupsAfterEach();
-
-/** Whether a `sleep <nap>` process is alive (Linux: /proc). */
-function sleeping(nap: string): boolean {
-  for (const pid of fs.readdirSync("/proc")) {
-    if (!/^\d+$/.test(pid)) continue;
-    try {
-      const cmd = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
-      if (cmd[0].endsWith("sleep") && cmd[1] === nap) return true;
-    } catch {
-      // gone
-    }
-  }
-  return false;
-}
 
 /**
  * The model: two writes that need approval, then two shell commands (a unique `sleep` length,
@@ -145,30 +117,7 @@ test(
     let front = new ClusterFrontEnd(frontOptions);
     const url = await front.listen();
     cleanups.push(() => front.close());
-
-    const browser = await playwright!.chromium.launch({
-      executablePath: CHROMIUM,
-      headless: true,
-      args: [
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--no-first-run",
-        "--disable-sync",
-      ],
-    });
-    cleanups.push(() => browser.close());
-    const context = await browser.newContext({ viewport: { width: 1100, height: 800 } });
-    // Nothing but the front end on 127.0.0.1 is ever contacted.
-    const outside: string[] = [];
-    await context.route((u) => u.hostname !== "127.0.0.1", (route) => {
-      outside.push(route.request().url());
-      return route.abort();
-    });
-    const page = await context.newPage();
-    const problems: string[] = [];
-    page.on("pageerror", (e) => problems.push(String(e)));
+    const { page, outside, problems } = await openPage(playwright!, cleanups);
     const posts: Request[] = [];
     page.on("request", (r) => {
       if (r.method() === "POST") posts.push(r);

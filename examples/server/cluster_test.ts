@@ -17,6 +17,7 @@ import { postgresForTests, uniquePrefix } from "../../tests/_postgres.ts";
 import { ClusterFrontEnd, createClusterWorker, openClusterStore } from "./cluster.ts";
 import { configFromEnv, type ServerConfig, type TenantConfig } from "./config.ts";
 import { call, testConfig } from "./_test_util.ts";
+import { sleeping } from "./_browser.ts";
 import { cleanupsAfterEach, until } from "../../tests/_util.ts";
 import { EVERYTHING_ENTRY, needReal } from "../../mcp/_test_util.ts";
 
@@ -531,7 +532,7 @@ test(
       }
       if (f.type === "tool_started" && !interrupted) {
         interrupted = true;
-        await until(() => running(nap), "the command to start");
+        await until(() => sleeping(nap), "the command to start");
         const r = await fetch(`${url}/sessions/${id}/interrupt`, {
           method: "POST",
           headers: { authorization: `Bearer ${acme}`, "idempotency-key": "stop-1" },
@@ -545,7 +546,7 @@ test(
     assert.ok(types.includes("interrupted"), types.join(","));
     assert.equal(seen.at(-1)?.data.status, "interrupted");
     assert.equal(seen.find((f) => f.type === "tool_finished")?.data.status, "interrupted");
-    await until(() => !running(nap), "the command's process to be killed", 10_000);
+    await until(() => !sleeping(nap), "the command's process to be killed", 10_000);
     await until(
       async () => (await call(`${url}/sessions/${id}`, acme, "GET")).body.status === "done",
       "the session to be done",
@@ -561,20 +562,6 @@ test(
     assert.equal(other.status, 401);
   },
 );
-
-/** Whether a `sleep <nap>` process is alive (Linux: /proc). */
-function running(nap: string): boolean {
-  for (const pid of fs.readdirSync("/proc")) {
-    if (!/^\d+$/.test(pid)) continue;
-    try {
-      const cmd = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
-      if (cmd[0].endsWith("sleep") && cmd[1] === nap) return true;
-    } catch {
-      // gone
-    }
-  }
-  return false;
-}
 
 // --- per-turn snapshots and per-tenant MCP servers on workers ---
 
