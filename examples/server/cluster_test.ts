@@ -808,10 +808,13 @@ test(
       if (f.type === "parked") return "stop";
     });
     await reading;
-    await until(
-      async () => (await c.cluster.store.load(id))?.status === "waiting_approval",
-      "the session to park",
-    );
+    // Parked on `wb` (on a loaded machine it may first park on `wa`, whose answer then makes it
+    // runnable again).
+    await until(async () => {
+      const s = await c.cluster.store.load(id);
+      return s?.status === "waiting_approval" &&
+        s.approvals.some((a) => a.toolCallId === "wb" && a.status === "pending");
+    }, "the session to park on wb");
     await w1.stop();
     c.worker("w2");
     const r = await call(`${c.url}/sessions/${id}/approvals/wb`, acme, "POST", { outcome: "once" });
