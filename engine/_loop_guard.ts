@@ -72,28 +72,47 @@ export interface ResolvedLoopOptions {
   ignoreTools: ReadonlySet<string>;
 }
 
+const LOOP_OPTION_KEYS: ReadonlySet<string> = new Set(["maxRepeats", "ignoreTools"]);
+
+/** A value as a message shows it (numbers such as `NaN` and `Infinity` as they are). */
+function shown(value: unknown): string {
+  return typeof value === "number" ? String(value) : JSON.stringify(value) ?? String(value);
+}
+
 /**
  * Applies the defaults of {@link LoopDetectionOptions} and checks them.
  *
  * @param options The option as given; `undefined` (or `null`) means the defaults, `false` off.
  * @returns The resolved options, or `null` when detection is off.
- * @throws {TypeError} When `maxRepeats` is not an integer of at least 1, or `ignoreTools` is not
- *   an array of strings.
+ * @throws {TypeError} When `options` is not an object (an array included) or has an unknown key,
+ *   `maxRepeats` is not an integer of at least 1, or `ignoreTools` is not an array of strings.
  */
 export function resolveLoopOptions(
   options: LoopDetectionOptions | false | null | undefined,
 ): ResolvedLoopOptions | null {
   if (options === false) return null;
-  if (options !== undefined && options !== null && typeof options !== "object") {
+  if (
+    options !== undefined && options !== null &&
+    (typeof options !== "object" || Array.isArray(options))
+  ) {
     throw new TypeError(
-      `Cannot use loopDetection: expected an object or false, got ${JSON.stringify(options)}`,
+      `Cannot use loopDetection: expected an object or false, got ${shown(options)}`,
+    );
+  }
+  const unknown = Object.keys(options ?? {}).filter((k) => !LOOP_OPTION_KEYS.has(k));
+  if (unknown.length) {
+    throw new TypeError(
+      `Cannot use loopDetection: unknown option ${
+        unknown.map((k) => JSON.stringify(k)).join(", ")
+      } ` +
+        "(known: maxRepeats, ignoreTools)",
     );
   }
   const maxRepeats = options?.maxRepeats ?? DEFAULT_LOOP_MAX_REPEATS;
   if (!Number.isInteger(maxRepeats) || maxRepeats < 1) {
     throw new TypeError(
       "Cannot use loopDetection: maxRepeats must be an integer of at least 1 " +
-        `(got ${typeof maxRepeats === "number" ? maxRepeats : JSON.stringify(maxRepeats)})`,
+        `(got ${shown(maxRepeats)})`,
     );
   }
   const ignore = options?.ignoreTools ?? DEFAULT_LOOP_IGNORE_TOOLS;

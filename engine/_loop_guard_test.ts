@@ -203,6 +203,12 @@ test("resolveLoopOptions applies defaults and rejects bad thresholds clearly", (
     /ignoreTools must be an array/,
   );
   assert.throws(() => resolveLoopOptions(true as unknown as false), /expected an object or false/);
+  assert.throws(() => resolveLoopOptions([] as unknown as false), /expected an object or false/);
+  assert.throws(() => resolveLoopOptions(NaN as unknown as false), /got NaN/);
+  assert.throws(
+    () => resolveLoopOptions({ maxRepeat: 1 } as unknown as { maxRepeats: number }),
+    /unknown option "maxRepeat" \(known: maxRepeats, ignoreTools\)/,
+  );
 });
 
 test("LoopDetectedError names the repeated call and the threshold", () => {
